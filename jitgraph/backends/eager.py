@@ -1,0 +1,71 @@
+"""The reference interpreter: runs each node's NumPy implementation in order.
+
+It defines what every compiled backend must compute, mutations of caller buffers included: values are computed
+first, and only then copied into the caller's arrays, so a graph that reads an input after "mutating" it sees the
+old value exactly as its functional form says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.ops import OPS
+from jitgraph.ir.types import TensorType, python_type
+
+
+def evaluate(graph: Graph, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Compute ``(outputs, mutation values)`` without touching the caller's buffers."""
+    if len(args) != len(graph.inputs):
+        raise TypeError(f"graph takes {len(graph.inputs)} arguments, got {len(args)}")
+    env: dict[Node, Any] = {}
+    for node in graph.nodes:
+        env[node] = _eval_node(node, env, args)
+    return [env[o] for o in graph.outputs], [env[n] for _, n in graph.mutations]
+
+
+def _eval_node(node: Node, env: dict[Node, Any], args: Sequence[Any]) -> Any:
+    if node.op == "input":
+        return args[node.attrs["index"]]
+    if node.op == "const":
+        return node.attrs["value"]
+    operands = [env[i] for i in node.inputs]
+    impl = OPS[node.op].impl
+    with np.errstate(all="ignore"):
+        if node.regions:
+            result = impl(*operands, regions=node.regions, run=run_region, **node.attrs)
+        else:
+            result = impl(*operands, **node.attrs)
+    t = node.type
+    if isinstance(t, TensorType) and t.weak:
+        return python_type(t.dtype)(result)
+    return result
+
+
+def run_region(body: Graph, args: Sequence[Any]) -> list[Any]:
+    """Run a region body; region ops' implementations call back into this."""
+    outputs, _ = evaluate(body, args)
+    return outputs
+
+
+def apply_mutations(graph: Graph, args: Sequence[Any], values: Sequence[Any]) -> None:
+    for (index, _), value in zip(graph.mutations, values):
+        target = args[index]
+        if target is not value:
+            np.copyto(target, value, casting="unsafe")
+
+
+def run(graph: Graph, args: Sequence[Any]) -> list[Any]:
+    """Run ``graph`` on ``args`` like a compiled backend would: returns outputs, writes mutated inputs."""
+    outputs, values = evaluate(graph, args)
+    if graph.mutations:
+        # Outputs are values *at the point they were computed*; a view of an input that is about to be written
+        # must be detached first, or the write would leak into it.
+        mutated = [args[i] for i, _ in graph.mutations]
+        outputs = [np.array(o, copy=True) if isinstance(o, np.ndarray) and
+                   any(np.may_share_memory(o, m) for m in mutated) else o for o in outputs]
+    apply_mutations(graph, args, values)
+    return outputs

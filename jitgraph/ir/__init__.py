@@ -1,0 +1,13 @@
+"""The graph IR: types, nodes and graphs, the op table, the printer and the verifier."""
+
+from jitgraph.ir.graph import Graph, GraphBuilder, Node, SourceLoc, TupleType, eliminate_dead, rebuild
+from jitgraph.ir.ops import OPS, Op, OpKind, get_op
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.printer import format_graph
+from jitgraph.ir.types import TensorType, type_of
+from jitgraph.ir.verifier import verify
+
+__all__ = [
+    "Graph", "GraphBuilder", "Node", "SourceLoc", "TupleType", "eliminate_dead", "rebuild", "OPS", "Op", "OpKind",
+    "get_op", "Operand", "format_graph", "TensorType", "type_of", "verify",
+]

@@ -1,0 +1,189 @@
+"""The SSA graph: immutable nodes in topological order, explicit inputs, outputs and mutations.
+
+Design notes for newcomers:
+
+* A :class:`Node` *is* its value (single result, SSA). Multi-result ops (loops carrying several values) produce a
+  tuple-typed node that ``tuple_get`` projects from, so every edge stays a plain node reference.
+* Nodes are frozen and compared by identity. Passes never edit a graph; they build a new one with
+  :class:`GraphBuilder` (or :func:`rebuild`), which keeps "what did this pass change?" answerable by diffing prints.
+* Mutation of caller buffers is data, not a side effect: ``Graph.mutations`` says "after the call, input *i* holds
+  the value of node *n*". The eager interpreter copies; compiled backends write in place.
+* Regions: a node may own body graphs (``loop``/``while``/``cond``). The body is an ordinary Graph whose inputs are
+  the region's block arguments, so every tool that understands graphs understands bodies.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.types import TensorType, type_of, weak_type_of
+
+_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where in the user's code a node came from (shown by explain and in error messages)."""
+
+    filename: str
+    lineno: int
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """Type of a multi-result node; ``tuple_get`` projects one element."""
+
+    elements: tuple[TensorType, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(t) for t in self.elements) + ")"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One SSA value: ``op(inputs, **attrs) : type``. Hash and equality are identity."""
+
+    op: str
+    inputs: tuple[Node, ...]
+    type: TensorType | TupleType
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    regions: tuple[Graph, ...] = ()
+    loc: SourceLoc | None = None
+    uid: int = field(default_factory=lambda: next(_ids))
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op} #{self.uid} : {self.type}>"
+
+    @property
+    def tensor_type(self) -> TensorType:
+        if not isinstance(self.type, TensorType):
+            raise TypeError(f"{self!r} has a tuple type")
+        return self.type
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """An immutable function: ``nodes`` in topological order (inputs and consts included)."""
+
+    nodes: tuple[Node, ...]
+    inputs: tuple[Node, ...]
+    outputs: tuple[Node, ...]
+    mutations: tuple[tuple[int, Node], ...] = ()
+    input_names: tuple[str, ...] = ()
+
+    def users(self) -> dict[Node, list[Node]]:
+        """Map every node to the nodes that read it (outputs and mutations are not nodes, so not listed)."""
+        result: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                result.setdefault(i, []).append(n)
+        return result
+
+    def live_roots(self) -> tuple[Node, ...]:
+        return self.outputs + tuple(n for _, n in self.mutations)
+
+    def __str__(self) -> str:
+        from jitgraph.ir.printer import format_graph
+
+        return format_graph(self)
+
+
+class GraphBuilder:
+    """Appends nodes in order and infers each node's type from its op's rule as it goes.
+
+    Inference at construction time means a malformed op application fails where it was recorded (with the user's
+    source line), not later in a backend.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.inputs: list[Node] = []
+        self.input_names: list[str] = []
+        self.loc: SourceLoc | None = None
+
+    def input(self, type_: TensorType | TupleType, name: str = "") -> Node:
+        node = Node("input", (), type_, {"index": len(self.inputs)})
+        self.inputs.append(node)
+        self.input_names.append(name or f"arg{len(self.inputs) - 1}")
+        self.nodes.append(node)
+        return node
+
+    def const(self, value: Any, type_: TensorType | None = None) -> Node:
+        """A constant; Python scalars stay Python scalars (weak), arrays are copied and frozen."""
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value.flags.writeable = False
+        elif isinstance(value, np.generic):
+            pass
+        elif isinstance(value, bool | int | float | complex):
+            type_ = type_ or weak_type_of(value)
+        else:
+            raise TypeError(f"cannot make an IR constant from {type(value).__name__}")
+        node = Node("const", (), type_ or type_of(value).with_(layout="C"), {"value": value}, loc=self.loc)
+        self.nodes.append(node)
+        return node
+
+    def op(self, name: str, *inputs: Node, regions: Sequence[Graph] = (), **attrs: Any) -> Node:
+        from jitgraph.ir.ops import get_op
+
+        definition = get_op(name)
+        type_ = definition.infer(tuple(i.type for i in inputs), attrs, tuple(regions))
+        node = Node(name, tuple(inputs), type_, attrs, tuple(regions), self.loc)
+        self.nodes.append(node)
+        return node
+
+    def add(self, node: Node) -> Node:
+        """Append an already-built node (passes that copy nodes unchanged use this)."""
+        self.nodes.append(node)
+        return node
+
+    def build(self, outputs: Iterable[Node], mutations: Iterable[tuple[int, Node]] = ()) -> Graph:
+        return Graph(tuple(self.nodes), tuple(self.inputs), tuple(outputs), tuple(mutations),
+                     tuple(self.input_names))
+
+
+def rebuild(graph: Graph, visit: Callable[[GraphBuilder, Node, tuple[Node, ...]], Node | None]) -> Graph:
+    """Copy ``graph`` node by node, letting ``visit`` replace any node.
+
+    ``visit(builder, old_node, new_inputs)`` returns the replacement node (already added to ``builder``) or
+    ``None`` to keep the node as it is (with its inputs remapped). This is the one graph walk passes share, so a
+    pass only says what changes.
+    """
+    builder = GraphBuilder()
+    mapping: dict[Node, Node] = {}
+    for node in graph.nodes:
+        new_inputs = tuple(mapping[i] for i in node.inputs)
+        if node.op == "input":
+            index = node.attrs["index"]
+            mapping[node] = builder.input(node.type, graph.input_names[index] if graph.input_names else "")
+            continue
+        replacement = visit(builder, node, new_inputs)
+        if replacement is None:
+            if new_inputs == node.inputs:
+                replacement = builder.add(node)
+            else:
+                replacement = builder.add(Node(node.op, new_inputs, node.type, node.attrs, node.regions, node.loc))
+        mapping[node] = replacement
+    return builder.build([mapping[o] for o in graph.outputs], [(i, mapping[n]) for i, n in graph.mutations])
+
+
+def eliminate_dead(graph: Graph) -> Graph:
+    """Drop nodes nothing live reads. Inputs always stay (they are the calling convention)."""
+    live: set[Node] = set()
+    stack = list(graph.live_roots())
+    while stack:
+        n = stack.pop()
+        if n in live:
+            continue
+        live.add(n)
+        stack.extend(n.inputs)
+    nodes = tuple(n for n in graph.nodes if n in live or n.op == "input")
+    return Graph(nodes, graph.inputs, graph.outputs, graph.mutations, graph.input_names)

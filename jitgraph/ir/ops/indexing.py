@@ -1,0 +1,146 @@
+"""Indexing: basic and advanced ``getitem``, functional ``setitem`` and unbuffered ``scatter_add``.
+
+An index is the attr ``spec``: a tuple of ``int``, ``slice``, ``None``, ``Ellipsis`` and :class:`Operand` entries,
+where ``Operand(k)`` stands for the k-th index operand of the node (an integer array, or a runtime integer
+scalar). ``x[idx] -= 1`` is recorded NumPy's way, as ``setitem(x, getitem(x, idx) - 1, idx)``, which gives the
+buffered "last write wins" semantics for repeated indices; ``np.add.at`` is the unbuffered ``scatter_add``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.ops import Op, OpKind, define
+from jitgraph.ir.ops.rules import broadcast, type_error
+from jitgraph.ir.types import TensorType
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Placeholder in an index spec for the node's k-th index operand."""
+
+    k: int
+
+    def __repr__(self) -> str:
+        return f"#{self.k}"
+
+
+def _index_error(message: str) -> Exception:
+    return type_error(f"index: {message}", IndexError(message))
+
+
+def expand_spec(ndim: int, spec: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Replace ``...`` (or the implicit trailing ``...``) by full slices so every entry lines up with a dim."""
+    consumed = sum(1 for e in spec if e is not None and e is not Ellipsis)
+    if sum(1 for e in spec if e is Ellipsis) > 1:
+        raise _index_error("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise _index_error(f"too many indices for array: array is {ndim}-dimensional, but {consumed} were indexed")
+    fill = (slice(None),) * (ndim - consumed)
+    if Ellipsis in spec:
+        i = spec.index(Ellipsis)
+        return spec[:i] + fill + spec[i + 1:]
+    return spec + fill
+
+
+def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[TensorType, ...]) -> tuple[int, ...]:
+    """NumPy's result shape for ``x[spec]``, advanced-index placement rules included."""
+    for t in operands:
+        if t.dtype.kind not in "iu":
+            raise _index_error("only integer arrays (and integer scalars) are valid array indices here")
+    full = expand_spec(len(shape), tuple(spec))
+    advanced = any(isinstance(e, Operand) and operands[e.k].ndim > 0 for e in full)
+    out: list[Any] = []
+    adv_shapes: list[tuple[int, ...]] = []
+    adv_positions: list[int] = []
+    dim = 0
+    for pos, entry in enumerate(full):
+        if entry is None:
+            out.append(1)
+            continue
+        size = shape[dim]
+        if isinstance(entry, int | np.integer):
+            if not -size <= entry < size:
+                raise _index_error(f"index {entry} is out of bounds for axis {dim} with size {size}")
+            if advanced:
+                adv_shapes.append(())
+                adv_positions.append(pos)
+                out.append("adv")
+        elif isinstance(entry, slice):
+            out.append(len(range(*entry.indices(size))))
+        elif isinstance(entry, Operand):
+            if advanced:
+                adv_shapes.append(operands[entry.k].shape)
+                adv_positions.append(pos)
+                out.append("adv")
+        else:
+            raise _index_error(f"unsupported index entry {entry!r}")
+        dim += 1
+    if not advanced:
+        return tuple(out)
+    bshape = broadcast(adv_shapes, "index")
+    adjacent = adv_positions == list(range(adv_positions[0], adv_positions[0] + len(adv_positions)))
+    basic = [d for d in out if d != "adv"]
+    if adjacent:
+        first = out.index("adv")
+        return tuple(basic[:first]) + bshape + tuple(basic[first:])
+    return bshape + tuple(basic)
+
+
+def build_index(spec: tuple[Any, ...], operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    def entry(e: Any) -> Any:
+        if isinstance(e, Operand):
+            value = operands[e.k]
+            return int(value) if np.ndim(value) == 0 else value
+        return e
+
+    return tuple(entry(e) for e in spec)
+
+
+def _infer_getitem(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
+    x, *operands = types
+    shape = index_shape(x.shape, attrs["spec"], tuple(operands))
+    is_view = not any(t.ndim > 0 for t in operands)
+    return TensorType(shape, x.dtype, layout="S" if is_view and shape != x.shape else "C")
+
+
+def _infer_setitem(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
+    x, value, *operands = types
+    target = index_shape(x.shape, attrs["spec"], tuple(operands))
+    vshape = value.shape
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    if broadcast([vshape, target], "setitem") != target:
+        err = ValueError(f"could not broadcast input array from shape {value.shape} into shape {target}")
+        raise type_error(f"setitem: {err}", err)
+    if value.dtype.kind == "c" and x.dtype.kind != "c":
+        err = TypeError("can't convert complex to float")
+        raise type_error(f"setitem: {err}", err)
+    return x.with_(layout="C", weak=False)
+
+
+def _getitem(x: Any, *operands: Any, spec: tuple[Any, ...]) -> Any:
+    return np.asarray(x)[build_index(spec, operands)]
+
+
+def _setitem(x: Any, value: Any, *operands: Any, spec: tuple[Any, ...]) -> Any:
+    out = np.array(x, copy=True)
+    out[build_index(spec, operands)] = value
+    return out
+
+
+def _scatter_add(x: Any, value: Any, *operands: Any, spec: tuple[Any, ...]) -> Any:
+    out = np.array(x, copy=True)
+    np.add.at(out, build_index(spec, operands), value)
+    return out
+
+
+define(Op("getitem", OpKind.INDEXING, _infer_getitem, _getitem, is_view=True,
+          doc="x[spec]; a view when no operand is an array (basic indexing), a gather otherwise"))
+define(Op("setitem", OpKind.INDEXING, _infer_setitem, _setitem,
+          doc="a copy of x with x[spec] = value (buffered: repeated indices keep the last write)"))
+define(Op("scatter_add", OpKind.INDEXING, _infer_setitem, _scatter_add,
+          doc="np.add.at(copy of x, spec, value): unbuffered, repeated indices accumulate"))
