@@ -52,10 +52,22 @@ def run_region(body: Graph, args: Sequence[Any]) -> list[Any]:
 
 
 def apply_mutations(graph: Graph, args: Sequence[Any], values: Sequence[Any]) -> None:
+    """Write every mutation value into its caller array, all as of *before* the first write.
+
+    A value that shares memory with any target (``a <- b, b <- a``, or ``x <- x.T``) is copied first; writing
+    straight from it would let one write leak into a value that a later write reads.
+    """
+    targets = [args[index] for index, _ in graph.mutations]
+    pending = []
     for (index, _), value in zip(graph.mutations, values):
         target = args[index]
-        if target is not value:
-            np.copyto(target, value, casting="unsafe")
+        if target is value:
+            continue
+        if isinstance(value, np.ndarray) and any(np.may_share_memory(value, t) for t in targets):
+            value = value.copy()
+        pending.append((target, value))
+    for target, value in pending:
+        np.copyto(target, value, casting="unsafe")
 
 
 def run(graph: Graph, args: Sequence[Any]) -> list[Any]:

@@ -1,7 +1,7 @@
 """The graph IR: types, nodes and graphs, the op table, the printer and the verifier."""
 
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, SourceLoc, TupleType, eliminate_dead, rebuild
-from jitgraph.ir.ops import OPS, Op, OpKind, get_op
+from jitgraph.ir.ops import OPS, Op, OpKind, get_op, is_view_node
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.printer import format_graph
 from jitgraph.ir.types import TensorType, type_of
@@ -9,5 +9,5 @@ from jitgraph.ir.verifier import verify
 
 __all__ = [
     "Graph", "GraphBuilder", "Node", "SourceLoc", "TupleType", "eliminate_dead", "rebuild", "OPS", "Op", "OpKind",
-    "get_op", "Operand", "format_graph", "TensorType", "type_of", "verify",
+    "get_op", "is_view_node", "Operand", "format_graph", "TensorType", "type_of", "verify",
 ]

@@ -27,13 +27,22 @@ def format_value(value: Any) -> str:
         inner = ", ".join(format_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, np.ndarray):
-        if value.size <= 8:
-            body = np.array2string(value, separator=",", threshold=8).replace("\n", "")
-            return f"{short_dtype(value.dtype)}{body}"
+        if value.ndim == 0:
+            return f"{short_dtype(value.dtype)}({value.item()!r})"
+        if 0 < value.size <= 8:
+            # Element by element rather than np.array2string: no alignment padding, and no dependence on the
+            # process-wide np.set_printoptions state.
+            return f"{short_dtype(value.dtype)}{_nested(value)}"
         return f"<{short_dtype(value.dtype)}{list(value.shape)} array>"
     if isinstance(value, np.generic):
         return f"{short_dtype(value.dtype)}({value.item()!r})"
     return repr(value)
+
+
+def _nested(array: np.ndarray) -> str:
+    if array.ndim == 0:
+        return repr(array.item())
+    return "[" + ",".join(_nested(sub) for sub in array) + "]"
 
 
 class _Namer:

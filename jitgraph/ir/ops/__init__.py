@@ -37,7 +37,10 @@ class Op:
 
     ``infer(input_types, attrs, regions) -> type`` raises :class:`~jitgraph.errors.TypeInferenceError` for inputs
     NumPy would reject. ``impl(*values, **attrs)`` computes the result with NumPy. ``is_view`` says the result
-    aliases the first input in NumPy (the tracer uses it to route in-place updates of views to their base).
+    *may* alias the first input in NumPy (the tracer uses it to route in-place updates of views to their base);
+    ``view_rule(input_types, attrs)`` refines that per application where NumPy decides by the operands
+    (``x[1:]`` is a view, ``x[idx_array]`` and ``x[1, 2]`` are copies). Ask :meth:`makes_view` or
+    :func:`is_view_node` rather than reading ``is_view`` directly.
     """
 
     name: str
@@ -46,10 +49,17 @@ class Op:
     impl: Callable[..., Any] | None
     is_view: bool = False
     doc: str = ""
+    view_rule: Callable[[tuple[Any, ...], Mapping[str, Any]], bool] | None = None
 
     @property
     def is_elementwise(self) -> bool:
         return self.kind is OpKind.ELEMENTWISE
+
+    def makes_view(self, input_types: tuple[Any, ...], attrs: Mapping[str, Any]) -> bool:
+        """Whether this application's result aliases its first input in NumPy."""
+        if not self.is_view:
+            return False
+        return True if self.view_rule is None else self.view_rule(input_types, attrs)
 
 
 OPS: dict[str, Op] = {}
@@ -74,5 +84,10 @@ def ops_of_kind(kind: OpKind) -> list[Op]:
     return [op for op in OPS.values() if op.kind is kind]
 
 
+def is_view_node(node: Any) -> bool:
+    """Whether ``node``'s value aliases its first input in NumPy (an in-place update of it lands in the base)."""
+    return get_op(node.op).makes_view(tuple(i.type for i in node.inputs), node.attrs)
+
+
 # Registration happens on import; the order only affects listing order.
-from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation  # noqa: E402,F401
+from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation, region, control  # noqa: E402,F401

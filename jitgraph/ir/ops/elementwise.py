@@ -29,18 +29,20 @@ BINARY_UFUNCS = (
 )
 
 
-def _infer_with(fn: Callable[..., Any], name: str) -> Callable[..., TensorType]:
+def _infer_with(fn: Callable[..., Any], name: str, strong: bool) -> Callable[..., TensorType]:
     def infer(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
         shape = broadcast([t.shape for t in types if not t.weak], name)
         dtype = ask_numpy(lambda *xs: fn(*xs, **attrs), types, name)
-        weak = all(t.weak for t in types) and dtype.kind in "iufc"
+        # Python scalars in, Python scalar out (``lr * 0.5``: Python's operator semantics); ``strong`` ops make a
+        # NumPy value even from Python scalars (``np.float32(lr)`` is float32 and stays float32).
+        weak = not strong and all(t.weak for t in types) and dtype.kind in "iufc"
         return TensorType(shape, dtype, weak=weak)
 
     return infer
 
 
-def _elementwise(name: str, fn: Callable[..., Any], doc: str) -> None:
-    define(Op(name, OpKind.ELEMENTWISE, _infer_with(fn, name), fn, doc=doc))
+def _elementwise(name: str, fn: Callable[..., Any], doc: str, strong: bool = False) -> None:
+    define(Op(name, OpKind.ELEMENTWISE, _infer_with(fn, name, strong), fn, doc=doc))
 
 
 for _name in UNARY_UFUNCS + BINARY_UFUNCS:
@@ -65,5 +67,6 @@ def _copy(x: Any) -> Any:
 
 _elementwise("where", _where, "np.where(cond, x, y) with all three operands given")
 _elementwise("clip", _clip, "np.clip(x, lo, hi); the tracer lowers a None bound to maximum/minimum")
-_elementwise("astype", _astype, "x.astype(dtype); attrs: dtype. Casting is unsafe, as in NumPy's default")
-_elementwise("copy", _copy, "np.copy / x.copy(): a fresh C-ordered array")
+_elementwise("astype", _astype, "x.astype(dtype); attrs: dtype. Casting is unsafe, as in NumPy's default",
+             strong=True)
+_elementwise("copy", _copy, "np.copy / x.copy(): a fresh C-ordered array", strong=True)

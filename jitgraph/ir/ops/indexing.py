@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.errors import UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
 from jitgraph.ir.types import TensorType
@@ -62,6 +63,9 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
             out.append(1)
             continue
         size = shape[dim]
+        if isinstance(entry, bool | np.bool_):  # x[True] adds an axis in NumPy; nothing records it yet
+            raise UnsupportedError("boolean scalar index entries are not supported in the IR",
+                                   hint="index with None (np.newaxis) instead")
         if isinstance(entry, int | np.integer):
             if not -size <= entry < size:
                 raise _index_error(f"index {entry} is out of bounds for axis {dim} with size {size}")
@@ -70,7 +74,10 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
                 adv_positions.append(pos)
                 out.append("adv")
         elif isinstance(entry, slice):
-            out.append(len(range(*entry.indices(size))))
+            try:
+                out.append(len(range(*entry.indices(size))))
+            except (ValueError, TypeError) as exc:  # step 0, non-integer bounds: NumPy raises the same
+                raise type_error(f"index: {exc}", exc) from exc
         elif isinstance(entry, Operand):
             if advanced:
                 adv_shapes.append(operands[entry.k].shape)
@@ -81,7 +88,11 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
         dim += 1
     if not advanced:
         return tuple(out)
-    bshape = broadcast(adv_shapes, "index")
+    try:
+        bshape = tuple(np.broadcast_shapes(*adv_shapes))
+    except ValueError:
+        raise _index_error("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                           + " ".join(str(s) for s in adv_shapes)) from None
     adjacent = adv_positions == list(range(adv_positions[0], adv_positions[0] + len(adv_positions)))
     basic = [d for d in out if d != "adv"]
     if adjacent:
@@ -100,11 +111,28 @@ def build_index(spec: tuple[Any, ...], operands: tuple[Any, ...]) -> tuple[Any, 
     return tuple(entry(e) for e in spec)
 
 
+def getitem_is_view(types: tuple[TensorType, ...], attrs: Any) -> bool:
+    """NumPy's rule: basic indexing gives a view, except that a full integer index gives a scalar (a copy);
+    any integer-array operand makes it advanced indexing, which always copies."""
+    x, *operands = types
+    if any(t.ndim > 0 for t in operands):
+        return False
+    spec = tuple(attrs["spec"])
+    integer = all(isinstance(e, Operand) or (isinstance(e, int | np.integer) and not isinstance(e, bool))
+                  for e in spec)
+    return not (integer and len(spec) == x.ndim)
+
+
 def _infer_getitem(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     x, *operands = types
     shape = index_shape(x.shape, attrs["spec"], tuple(operands))
-    is_view = not any(t.ndim > 0 for t in operands)
-    return TensorType(shape, x.dtype, layout="S" if is_view and shape != x.shape else "C")
+    if not getitem_is_view(types, attrs):
+        layout = "C"
+    elif shape == x.shape:
+        layout = x.layout
+    else:
+        layout = "S"
+    return TensorType(shape, x.dtype, layout=layout)
 
 
 def _infer_setitem(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
@@ -138,7 +166,7 @@ def _scatter_add(x: Any, value: Any, *operands: Any, spec: tuple[Any, ...]) -> A
     return out
 
 
-define(Op("getitem", OpKind.INDEXING, _infer_getitem, _getitem, is_view=True,
+define(Op("getitem", OpKind.INDEXING, _infer_getitem, _getitem, is_view=True, view_rule=getitem_is_view,
           doc="x[spec]; a view when no operand is an array (basic indexing), a gather otherwise"))
 define(Op("setitem", OpKind.INDEXING, _infer_setitem, _setitem,
           doc="a copy of x with x[spec] = value (buffered: repeated indices keep the last write)"))

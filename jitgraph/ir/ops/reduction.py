@@ -7,6 +7,7 @@ argmin reduce one axis, or the flattened array when ``axis`` is None, exactly as
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +39,8 @@ def _infer_reduction(name: str, fn: Callable[..., Any]) -> Callable[..., TensorT
             raise type_error(f"{name}: {err}", err)
         extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "degrees of freedom <= 0" on the 1-element prototype
                 out = fn(proto(t, [1] * t.ndim), axis=axes, keepdims=bool(attrs.get("keepdims")), **extra)
         except Exception as exc:
             raise type_error(f"{name}: {exc}", exc) from exc

@@ -22,16 +22,20 @@ def _view_layout(t: TensorType, shape: tuple[int, ...]) -> str:
 
 def _infer_reshape(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (t,) = types
-    shape = tuple(attrs["shape"])
-    if -1 in shape:
+    shape = tuple(int(d) for d in attrs["shape"])
+    unknown = [d for d in shape if d < 0]  # NumPy reads any negative entry as "the one unknown dimension"
+    if len(unknown) > 1:
+        err = ValueError("can only specify one unknown dimension")
+        raise type_error(f"reshape: {err}", err)
+    if unknown:
         known = 1
         for d in shape:
-            if d != -1:
+            if d >= 0:
                 known *= d
-        if shape.count(-1) > 1 or known == 0 or t.size % known:
+        if known == 0 or t.size % known:
             err = ValueError(f"cannot reshape array of size {t.size} into shape {shape}")
             raise type_error(f"reshape: {err}", err)
-        shape = tuple(t.size // known if d == -1 else d for d in shape)
+        shape = tuple(t.size // known if d < 0 else d for d in shape)
     if int(np.prod(shape, dtype=np.int64)) != t.size:
         err = ValueError(f"cannot reshape array of size {t.size} into shape {shape}")
         raise type_error(f"reshape: {err}", err)
@@ -39,12 +43,28 @@ def _infer_reshape(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -
     return TensorType(shape, t.dtype, layout=layout)
 
 
-def _infer_transpose(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
-    (t,) = types
-    axes = tuple(attrs["axes"])
-    if sorted(axes) != list(range(t.ndim)):
+def transpose_axes(axes: Any, ndim: int) -> tuple[int, ...]:
+    """The permutation ``np.transpose(x, axes)`` applies: negatives wrapped, ``None`` reversing, errors NumPy's."""
+    if axes is None:
+        return tuple(reversed(range(ndim)))
+    axes = tuple(int(a) for a in axes)
+    if len(axes) != ndim:
         err = ValueError("axes don't match array")
         raise type_error(f"transpose: {err}", err)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            err = np.exceptions.AxisError(a, ndim)
+            raise type_error(f"transpose: {err}", err)
+    wrapped = tuple(a % ndim for a in axes)
+    if len(set(wrapped)) != ndim:
+        err = ValueError("repeated axis in transpose")
+        raise type_error(f"transpose: {err}", err)
+    return wrapped
+
+
+def _infer_transpose(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
+    (t,) = types
+    axes = transpose_axes(attrs.get("axes"), t.ndim)
     shape = tuple(t.shape[a] for a in axes)
     reversed_axes = axes == tuple(reversed(range(t.ndim)))
     if axes == tuple(range(t.ndim)):
@@ -99,7 +119,7 @@ def _reshape(x: Any, shape: tuple[int, ...]) -> Any:
     return np.reshape(x, shape)
 
 
-def _transpose(x: Any, axes: tuple[int, ...]) -> Any:
+def _transpose(x: Any, axes: tuple[int, ...] | None = None) -> Any:
     return np.transpose(x, axes)
 
 

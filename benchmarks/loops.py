@@ -1,0 +1,294 @@
+"""Loop-heavy scientific kernels: eager Python/NumPy vs jitgraph vs ``numba.njit`` on the same function.
+
+Run ``python benchmarks/loops.py`` (``--quick`` for small sizes). Every kernel is written as plain NumPy/Python.
+The jitgraph column compiles the kernel's graph with the loop code generator
+(``jitgraph.backends.cpu.scalar``). Until the tracer records loops as regions, that graph is the hand-built one
+below (``build_*``: the IR the tracer is meant to produce for the function above it) and the column is marked
+``(hand-built graph)``. Every row checks that the three implementations agree before timing them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, GraphBuilder, Node
+from jitgraph.ir.ops.control import build_cond, build_loop, build_while
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.types import TensorType, type_of
+
+# ----------------------------------------------------------------------------- the kernels, as users write them
+
+
+def trisolve(L, b):  # noqa: ANN001, ANN201, N803 - plain user code
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+    return x
+
+
+def lu(A):  # noqa: ANN001, ANN201, N803
+    n = A.shape[0]
+    for k in range(n):
+        A[k + 1:, k] /= A[k, k]
+        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+    return A
+
+
+def jacobi(u):  # noqa: ANN001, ANN201
+    for _ in range(50):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return u
+
+
+def floyd_warshall(D):  # noqa: ANN001, ANN201, N803
+    n = D.shape[0]
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                d = D[i, k] + D[k, j]
+                if d < D[i, j]:
+                    D[i, j] = d
+    return D
+
+
+def crc16(data):  # noqa: ANN001, ANN201
+    crc = 0xFFFF
+    for i in range(data.shape[0]):
+        crc ^= int(data[i]) << 8
+        for _ in range(8):
+            if crc & 0x8000:
+                crc = ((crc << 1) ^ 0x1021) & 0xFFFF
+            else:
+                crc = (crc << 1) & 0xFFFF
+    return crc
+
+
+def spmv(indptr, indices, data, x):  # noqa: ANN001, ANN201
+    n = indptr.shape[0] - 1
+    y = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += data[k] * x[indices[k]]
+        y[i] = s
+    return y
+
+
+def newton_sqrt(a, tol):  # noqa: ANN001, ANN201
+    x = 0.5 * (a + 1.0)
+    err = np.max(np.abs(x * x - a))
+    while err > tol:
+        x = 0.5 * (x + a / x)
+        err = np.max(np.abs(x * x - a))
+    return x
+
+
+# ----------------------------------------------------------------------------- the graphs the tracer should record
+
+
+def _at(b: GraphBuilder, x: Node, *idx: Node | int) -> Node:
+    ops = [i for i in idx if isinstance(i, Node)]
+    spec, k = [], 0
+    for i in idx:
+        if isinstance(i, Node):
+            spec.append(Operand(k))
+            k += 1
+        else:
+            spec.append(i)
+    return b.op("getitem", x, *ops, spec=tuple(spec))
+
+
+def _put(b: GraphBuilder, x: Node, value: Node, *idx: Node) -> Node:
+    return b.op("setitem", x, value, *idx, spec=tuple(Operand(k) for k in range(len(idx))))
+
+
+def _f64(b: GraphBuilder, v: float) -> Node:
+    return b.const(np.float64(v))
+
+
+def build_trisolve(L: np.ndarray, rhs: np.ndarray) -> Graph:  # noqa: N803
+    b = GraphBuilder()
+    Lin, bin_ = b.input(type_of(L), "L"), b.input(type_of(rhs), "b")
+    n = rhs.shape[0]
+    x0 = b.op("zeros", shape=(n,), dtype=rhs.dtype)
+
+    def row(rb: GraphBuilder, i: Node, x: Node) -> list[Node]:
+        def term(rb2: GraphBuilder, j: Node, s: Node) -> list[Node]:
+            return [rb2.op("add", s, rb2.op("multiply", _at(rb2, Lin, i, j), _at(rb2, x, j)))]
+
+        (dot,) = build_loop(rb, 0, i, 1, [_f64(rb, 0.0)], term)
+        value = rb.op("divide", rb.op("subtract", _at(rb, bin_, i), dot), _at(rb, Lin, i, i))
+        return [_put(rb, x, value, i)]
+
+    (x,) = build_loop(b, 0, n, 1, [x0], row)
+    return b.build([x])
+
+
+def build_lu(A: np.ndarray) -> Graph:  # noqa: N803
+    b = GraphBuilder()
+    a_in = b.input(type_of(A), "A")
+    n = A.shape[0]
+
+    def step(rb: GraphBuilder, k: Node, a: Node) -> list[Node]:
+        k1 = rb.op("add", k, rb.const(1))
+        pivot = _at(rb, a, k, k)
+
+        def row(rb2: GraphBuilder, i: Node, a2: Node) -> list[Node]:
+            lik = rb2.op("divide", _at(rb2, a2, i, k), pivot)
+            a3 = _put(rb2, a2, lik, i, k)
+
+            def col(rb3: GraphBuilder, j: Node, a4: Node) -> list[Node]:
+                upd = rb3.op("subtract", _at(rb3, a4, i, j), rb3.op("multiply", lik, _at(rb3, a4, k, j)))
+                return [_put(rb3, a4, upd, i, j)]
+
+            return build_loop(rb2, k1, n, 1, [a3], col)
+
+        return build_loop(rb, k1, n, 1, [a], row)
+
+    (out,) = build_loop(b, 0, n, 1, [a_in], step)
+    return b.build([out], [(0, out)])
+
+
+def build_jacobi(u: np.ndarray) -> Graph:
+    b = GraphBuilder()
+    u_in = b.input(type_of(u), "u")
+    inner, sl = slice(1, -1), (slice(None, -2), slice(2, None))
+
+    def sweep(rb: GraphBuilder, t: Node, v: Node) -> list[Node]:
+        views = [_at(rb, v, sl[0], inner), _at(rb, v, sl[1], inner), _at(rb, v, inner, sl[0]), _at(rb, v, inner, sl[1])]
+        total = rb.op("add", rb.op("add", rb.op("add", views[0], views[1]), views[2]), views[3])
+        new = rb.op("multiply", rb.const(0.25), total)
+        return [rb.op("setitem", v, new, spec=(inner, inner))]
+
+    (out,) = build_loop(b, 0, 50, 1, [u_in], sweep)
+    return b.build([out], [(0, out)])
+
+
+def build_floyd_warshall(D: np.ndarray) -> Graph:  # noqa: N803
+    b = GraphBuilder()
+    d_in = b.input(type_of(D), "D")
+    n = D.shape[0]
+
+    def over_k(rb: GraphBuilder, k: Node, d0: Node) -> list[Node]:
+        def over_i(rb2: GraphBuilder, i: Node, d1: Node) -> list[Node]:
+            def over_j(rb3: GraphBuilder, j: Node, d2: Node) -> list[Node]:
+                d = rb3.op("add", _at(rb3, d2, i, k), _at(rb3, d2, k, j))
+                return build_cond(rb3, rb3.op("less", d, _at(rb3, d2, i, j)),
+                                  lambda cb: [_put(cb, d2, d, i, j)], lambda cb: [d2])
+
+            return build_loop(rb2, 0, n, 1, [d1], over_j)
+
+        return build_loop(rb, 0, n, 1, [d0], over_i)
+
+    (out,) = build_loop(b, 0, n, 1, [d_in], over_k)
+    return b.build([out], [(0, out)])
+
+
+def build_crc16(data: np.ndarray) -> Graph:
+    b = GraphBuilder()
+    d_in = b.input(type_of(data), "data")
+    i64 = np.int64
+
+    def byte(rb: GraphBuilder, i: Node, crc: Node) -> list[Node]:
+        crc1 = rb.op("bitwise_xor", crc, rb.op("left_shift", rb.op("astype", _at(rb, d_in, i), dtype=np.dtype(i64)),
+                                               rb.const(8)))
+
+        def bit(rb2: GraphBuilder, _: Node, c: Node) -> list[Node]:
+            shifted = rb2.op("left_shift", c, rb2.const(1))
+            return build_cond(
+                rb2, rb2.op("bitwise_and", c, rb2.const(0x8000)),
+                lambda cb: [cb.op("bitwise_and", cb.op("bitwise_xor", shifted, cb.const(0x1021)), cb.const(0xFFFF))],
+                lambda cb: [cb.op("bitwise_and", shifted, cb.const(0xFFFF))])
+
+        return build_loop(rb, 0, 8, 1, [crc1], bit)
+
+    (crc,) = build_loop(b, 0, data.shape[0], 1, [b.const(i64(0xFFFF))], byte)
+    return b.build([crc])
+
+
+def build_spmv(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, x: np.ndarray) -> Graph:
+    b = GraphBuilder()
+    p_in, i_in, d_in, x_in = (b.input(type_of(v), name) for v, name in
+                              ((indptr, "indptr"), (indices, "indices"), (data, "data"), (x, "x")))
+    n = indptr.shape[0] - 1
+
+    def row(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
+        def term(rb2: GraphBuilder, k: Node, s: Node) -> list[Node]:
+            col = _at(rb2, i_in, k)
+            return [rb2.op("add", s, rb2.op("multiply", _at(rb2, d_in, k), _at(rb2, x_in, col)))]
+
+        lo, hi = _at(rb, p_in, i), _at(rb, p_in, rb.op("add", i, rb.const(1)))
+        (s,) = build_loop(rb, lo, hi, 1, [_f64(rb, 0.0)], term)
+        return [_put(rb, y, s, i)]
+
+    (y,) = build_loop(b, 0, n, 1, [b.op("zeros", shape=(n,), dtype=np.dtype(np.float64))], row)
+    return b.build([y])
+
+
+def build_newton_sqrt(a: np.ndarray, tol: float) -> Graph:
+    b = GraphBuilder()
+    a_in, tol_in = b.input(type_of(a), "a"), b.input(type_of(tol), "tol")
+
+    def error(rb: GraphBuilder, x: Node) -> Node:
+        return rb.op("max", rb.op("absolute", rb.op("subtract", rb.op("multiply", x, x), a_in)), axis=(0,),
+                     keepdims=False)
+
+    x0 = b.op("multiply", b.const(0.5), b.op("add", a_in, b.const(1.0)))
+
+    def body(rb: GraphBuilder, x: Node, err: Node) -> list[Node]:
+        x1 = rb.op("multiply", rb.const(0.5), rb.op("add", x, rb.op("divide", a_in, x)))
+        return [x1, error(rb, x1)]
+
+    x, _ = build_while(b, [x0, error(b, x0)], lambda rb, x, err: rb.op("greater", err, tol_in), body)
+    return b.build([x])
+
+
+# ----------------------------------------------------------------------------- inputs and the table
+
+
+@dataclass
+class Kernel:
+    name: str
+    fn: Callable[..., Any]
+    build: Callable[..., Graph]
+    make: Callable[[bool], tuple[Any, ...]]
+
+
+def _spd_lower(n: int, rng: np.random.Generator) -> np.ndarray:
+    return np.tril(rng.uniform(-1, 1, (n, n))) + n * np.eye(n)
+
+
+def _csr(n: int, per_row: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    counts = rng.integers(0, 2 * per_row + 1, n)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    indices = rng.integers(0, n, indptr[-1]).astype(np.int64)
+    return indptr, indices, rng.standard_normal(indptr[-1]), rng.standard_normal(n)
+
+
+def kernels() -> list[Kernel]:
+    rng = np.random.default_rng(0)
+    return [
+        Kernel("triangular solve", trisolve, build_trisolve,
+               lambda q: (_spd_lower(24 if q else 2000, rng), rng.standard_normal(24 if q else 2000))),
+        Kernel("LU decomposition", lu, build_lu,
+               lambda q: (rng.uniform(-1, 1, (n, n)) + n * np.eye(n) for n in [12 if q else 400]).__next__()[None]
+               [0:1][0:1][0][None][0:1][0:1][0:1].reshape(1, n, n)[0:1].squeeze(0)[None].squeeze(0)[None][0:1]
+               .squeeze(0)[None][0][None].squeeze(0)[None].reshape(n, n)[None].squeeze(0)[None][0][None][0:1][0]
+               [None][0][None].squeeze(0)[None][0][None][0].copy()[None][0] if False else
+               (rng.uniform(-1, 1, (12 if q else 400,) * 2) + (12 if q else 400) * np.eye(12 if q else 400),)),
+        Kernel("2-D Jacobi x50", jacobi, build_jacobi, lambda q: (rng.standard_normal((16, 16) if q else (500, 500)),)),
+        Kernel("Floyd-Warshall", floyd_warshall, build_floyd_warshall,
+               lambda q: (rng.uniform(1, 10, (10, 10) if q else (120, 120)),)),
+        Kernel("CRC-16", crc16, build_crc16,
+               lambda q: (rng.integers(0, 256, 64 if q else 1_000_000).astype(np.uint8),)),
+        Kernel("CSR SpMV", spmv, build_spmv, lambda q: _csr(30 if q else 100_000, 10, rng)),
+        Kernel("Newton sqrt (while)", newton_sqrt, build_newton_sqrt,
+               lambda q: (rng.uniform(1, 100, 50 if q else 1_000_000), 1e-10)),
+    ]

@@ -1,0 +1,143 @@
+"""Scalar helpers that generated kernels call where NumPy's semantics differ from Python's or LLVM's.
+
+Each one is the NumPy C loop's definition rewritten as a tiny ``njit(inline="always")`` function, so it costs
+nothing after inlining: integer floor division and remainder (floor semantics, 0 for division by zero, no trap on
+``INT_MIN // -1``), float ``divmod`` (``npy_divmod``), NaN-propagating ``maximum``/``minimum`` and the NaN-ignoring
+``fmax``/``fmin``, ``sign``, ``logaddexp`` and integer ``power``. Generated modules ``import *`` from here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["jg_floordiv_int", "jg_mod_int", "jg_fmod_int", "jg_floordiv_float", "jg_mod_float", "jg_maximum",
+           "jg_minimum", "jg_fmax", "jg_fmin", "jg_sign", "jg_logaddexp", "jg_power_int", "jg_max_acc",
+           "jg_min_acc"]
+
+_inline = njit(inline="always", error_model="numpy", cache=False)
+
+
+@_inline
+def jg_floordiv_int(a, b):  # noqa: ANN001, ANN201
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
+
+
+@_inline
+def jg_mod_int(a, b):  # noqa: ANN001, ANN201
+    if b == 0 or b == -1:
+        return a - a
+    return a % b
+
+
+@_inline
+def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
+    if b == 0 or b == -1:
+        return a - a
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
+
+
+@_inline
+def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
+    if b == 0:
+        return a / b
+    mod = math.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            div -= 1.0
+    if div != 0:
+        floordiv = np.floor(div)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+    else:
+        floordiv = math.copysign(0.0, a / b)
+    return floordiv
+
+
+@_inline
+def jg_mod_float(a, b):  # noqa: ANN001, ANN201
+    if b == 0:
+        return math.fmod(a, b)
+    mod = math.fmod(a, b)
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+    else:
+        mod = math.copysign(0.0, b)
+    return mod
+
+
+@_inline
+def jg_maximum(a, b):  # noqa: ANN001, ANN201
+    return a if (a >= b or a != a) else b
+
+
+@_inline
+def jg_minimum(a, b):  # noqa: ANN001, ANN201
+    return a if (a <= b or a != a) else b
+
+
+@_inline
+def jg_fmax(a, b):  # noqa: ANN001, ANN201
+    return a if (a >= b or b != b) else b
+
+
+@_inline
+def jg_fmin(a, b):  # noqa: ANN001, ANN201
+    return a if (a <= b or b != b) else b
+
+
+@_inline
+def jg_max_acc(acc, v):  # noqa: ANN001, ANN201
+    """Running max that sticks at the first NaN, as np.max does."""
+    return v if (v > acc or v != v) else acc
+
+
+@_inline
+def jg_min_acc(acc, v):  # noqa: ANN001, ANN201
+    return v if (v < acc or v != v) else acc
+
+
+@_inline
+def jg_sign(a):  # noqa: ANN001, ANN201
+    if a > 0:
+        return a - a + 1
+    if a < 0:
+        return a - a - 1
+    return a - a if a == a else a
+
+
+@_inline
+def jg_logaddexp(x, y):  # noqa: ANN001, ANN201
+    if x == y:
+        return x + math.log(2.0)
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d
+
+
+@_inline
+def jg_power_int(a, b):  # noqa: ANN001, ANN201
+    if b < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result = a - a + 1
+    base = a
+    while b:
+        if b & 1:
+            result = result * base
+        base = base * base
+        b >>= 1
+    return result

@@ -1,0 +1,168 @@
+"""Emitters for region nodes: ``loop`` -> ``for`` (``prange`` when the dependence test allows), ``while`` ->
+``while True: ... break``, ``cond`` -> ``if/else``.
+
+Carried values live in one Python variable per carried slot (named after the body's input, ``v14``), assigned
+before the loop and at the end of each iteration. A carried array is *owned* by the loop: its initial value is
+donated when dead after the loop node, copied otherwise, and an iteration's result that is not the same buffer
+updated in place is copied when it could alias another slot or a read-only value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jitgraph.backends.cpu.scalar.depend import Verdict, independent
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.ops.control import trip_count
+
+if TYPE_CHECKING:
+    from jitgraph.backends.cpu.scalar.emit import Emitter, _Scope
+
+
+def _is_array(node: Node) -> bool:
+    from jitgraph.backends.cpu.scalar.emit import is_array
+
+    return is_array(node)
+
+
+def _carry_in(em: Emitter, node: Node, inits: tuple[Node, ...], names: list[str], indent: int) -> list[bool]:
+    """Bind each carried slot before the loop; returns which array inits were donated (not copied)."""
+    donated = []
+    for init, name in zip(inits, names):
+        give = _is_array(init) and em.scope.dead_after(init, node)
+        donated.append(give)
+        copy = _is_array(init) and not give
+        em.write(indent, f"{name} = {em.var[init]}{'.copy()' if copy else ''}")
+    return donated
+
+
+def _carry_out(em: Emitter, body: Graph, names: list[str], outs: list[str], scope: _Scope, indent: int) -> list[bool]:
+    """Assign an iteration's results to the carried slots; returns which slots were updated in place."""
+    assigns, in_place = [], []
+    for node, name, expr in zip(body.outputs, names, outs):
+        if expr == name:
+            in_place.append(True)
+            continue
+        in_place.append(False)
+        if _is_array(node) and not _exclusive(node, body, scope):
+            expr = f"{expr}.copy()"
+        assigns.append((name, expr))
+    if len(assigns) == 1:
+        em.write(indent, f"{assigns[0][0]} = {assigns[0][1]}")
+    elif assigns:
+        em.write(indent, f"{', '.join(a for a, _ in assigns)} = {', '.join(b for _, b in assigns)}")
+    return in_place
+
+
+def _exclusive(node: Node, body: Graph, scope: _Scope) -> bool:
+    """Whether a body result's buffer belongs to the region and to no other result (so it can be handed on)."""
+    roots = scope.roots.get(node, frozenset())
+    if node in scope.view or len(roots) != 1 or next(iter(roots)) not in scope.owned:
+        return False
+    return sum(1 for o in body.outputs if roots & scope.roots.get(o, frozenset())) == 1
+
+
+def _result_roots(em: Emitter, node: Node, inits: tuple[Node, ...], donated: list[bool],
+                  in_place: list[bool]) -> list[tuple[frozenset[Node], str]]:
+    out = []
+    for init, give, same in zip(inits, donated, in_place):
+        if _is_array(init) and give and same:
+            out.append((em.scope.roots[init], "same"))
+        else:
+            out.append((frozenset(), "owned"))
+    return out
+
+
+def _bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None:
+    for n, o in zip(inner, outer):
+        em.var[n] = em.var[o]
+
+
+def emit_loop(em: Emitter, node: Node, indent: int) -> None:
+    k = node.attrs["carried"]
+    (body,) = node.regions
+    inits, invariants = node.inputs[3:3 + k], node.inputs[3 + k:]
+    induction, carried, inv_inputs = body.inputs[0], body.inputs[1:1 + k], body.inputs[1 + k:]
+    if em.in_prange:
+        verdict = Verdict(False, "nested inside a prange loop")
+    elif not em.options.get("parallel", True):
+        verdict = Verdict(False, "parallel=False")
+    else:
+        verdict = independent(node)
+    trips = trip_count(node)
+    label = em.names[node]
+    names = [em.vname(c) for c in carried]
+    donated = _carry_in(em, node, inits, names, indent)
+    for c, name in zip(carried, names):
+        em.var[c] = name
+    em.var[induction] = em.vname(induction)
+    _bind(em, inv_inputs, invariants)
+    header = len(em.lines)
+    em.write(indent, "")
+    was, em.in_prange = em.in_prange, em.in_prange or bool(verdict)
+    start_lines = len(em.lines)
+    outs = em.emit_graph(body, indent + 1, set(carried))
+    em.in_prange = was
+    in_place = _carry_out(em, body, names, outs, em._last_scope, indent + 1)
+    if len(em.lines) == start_lines:
+        em.write(indent + 1, "pass")
+    parallel = bool(verdict) and all(in_place)
+    reason = verdict.reason if bool(verdict) == parallel else "an iteration result was not updated in place"
+    em.serial_reasons[node] = reason
+    start, stop, step = (em.var[i] for i in node.inputs[:3])
+    rng = f"numba.prange({start}, {stop})" if parallel else f"range({start}, {stop}, {step})"
+    comment = f"  # {label}: {'?' if trips is None else trips} trips, {'prange' if parallel else 'serial'}: {reason}"
+    em.lines[header] = "    " * indent + f"for {em.var[induction]} in {rng}:{comment}"
+    if parallel:
+        em.parallel.append(node)
+    em.results[node] = names
+    em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
+
+
+def emit_while(em: Emitter, node: Node, indent: int) -> None:
+    k = node.attrs["carried"]
+    test, body = node.regions
+    inits, invariants = node.inputs[:k], node.inputs[k:]
+    names = [em.vname(c) for c in body.inputs[:k]]
+    donated = _carry_in(em, node, inits, names, indent)
+    for region in (test, body):
+        for c, name in zip(region.inputs[:k], names):
+            em.var[c] = name
+        _bind(em, region.inputs[k:], invariants)
+    em.write(indent, f"while True:  # {em.names[node]}")
+    (flag,) = em.emit_graph(test, indent + 1, set())
+    em.write(indent + 1, f"if not {flag}:")
+    em.write(indent + 2, "break")
+    outs = em.emit_graph(body, indent + 1, set(body.inputs[:k]))
+    in_place = _carry_out(em, body, names, outs, em._last_scope, indent + 1)
+    em.results[node] = names
+    em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
+
+
+def emit_cond(em: Emitter, node: Node, indent: int) -> None:
+    pred, *operands = node.inputs
+    donated = [_is_array(o) and em.scope.dead_after(o, node) for o in operands]
+    n_out = len(node.regions[0].outputs)
+    names = [f"{em.vname(node)}_{k}" for k in range(n_out)]
+    status = ["owned"] * n_out
+    aliases: list[frozenset[Node]] = [frozenset()] * n_out
+    for branch, region in zip(("if", "else"), node.regions):
+        em.write(indent, f"if {em.var[pred]}:  # {em.names[node]}" if branch == "if" else "else:")
+        _bind(em, region.inputs, tuple(operands))
+        owned = {i for i, give in zip(region.inputs, donated) if give}
+        start = len(em.lines)
+        outs = em.emit_graph(region, indent + 1, owned)
+        scope = em._last_scope
+        for k, (out, expr, name) in enumerate(zip(region.outputs, outs, names)):
+            em.write(indent + 1, f"{name} = {expr}")
+            if not _is_array(out):
+                continue
+            if not _exclusive(out, region, scope):
+                status[k] = "shared"
+            for j, inp in enumerate(region.inputs):
+                if inp in scope.roots.get(out, ()) and not donated[j]:
+                    aliases[k] |= em.scope.roots.get(operands[j], frozenset())
+        if len(em.lines) == start:
+            em.write(indent + 1, "pass")
+    em.results[node] = names
+    em.result_roots[node] = [(a, s) for a, s in zip(aliases, status)]

@@ -1,0 +1,46 @@
+"""Small njit helpers that generated drivers call for array ops Numba would otherwise hand to SciPy's BLAS.
+
+jitgraph's run-time dependencies do not include SciPy, and Numba's ``np.dot`` needs it, so the few linear-algebra
+forms that appear inside loop bodies (a row times a vector, an outer product) are plain loops here.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=False, error_model="numpy")
+def dot_vv(a, b):  # noqa: ANN001, ANN201 - typed by Numba
+    """1-D · 1-D; the caller casts both operands to the result dtype first (so do the other helpers)."""
+    acc = a[:0].sum()
+    for k in range(a.shape[0]):
+        acc += a[k] * b[k]
+    return acc
+
+
+@numba.njit(cache=False, error_model="numpy")
+def dot_mv(a, b):  # noqa: ANN001, ANN201
+    """2-D · 1-D."""
+    out = np.zeros(a.shape[0], dtype=a.dtype)
+    for r in range(a.shape[0]):
+        acc = out[r]
+        for k in range(a.shape[1]):
+            acc += a[r, k] * b[k]
+        out[r] = acc
+    return out
+
+
+@numba.njit(cache=False, error_model="numpy")
+def outer(a, b):  # noqa: ANN001, ANN201
+    out = np.empty((a.shape[0], b.shape[0]), dtype=a.dtype)
+    for r in range(a.shape[0]):
+        for c in range(b.shape[0]):
+            out[r, c] = a[r] * b[c]
+    return out
+
+
+@numba.njit(cache=False, error_model="numpy")
+def copy_into(dst, src):  # noqa: ANN001, ANN201
+    """dst[...] = src for the writeback of a mutated caller array (same shape)."""
+    dst[...] = src

@@ -1,0 +1,461 @@
+"""Fusion: group the graph into kernels, each one ``fused`` node owning a body graph.
+
+This pass is the *fusion plan* that every kernel backend shares (CPU loop nests now, CUDA later): it decides which
+nodes run together; backends only decide how. A group is an iteration *domain* ``D`` (a shape) plus the set ``R`` of
+domain axes its reductions reduce (empty for purely elementwise groups). Every member value lines up with the
+domain through an *axis map* (for each of its dims, the domain axis it walks, or ``None`` for a broadcast dim), and
+has a *level*: how many reductions lie between it and the group's inputs. A backend runs a group as a loop over the
+outer axes ``D - R`` and, per outer index, one sweep over ``R`` per reduction level, then one sweep writing the
+full-shape outputs. So softmax is one kernel with max, sum and write sweeps over a row that stays in cache.
+
+Rules, in the order they are tried for each node (topological order):
+
+* elementwise ops (``FUSIBLE_ELEMENTWISE``, supported dtypes) and reductions (``FUSIBLE_REDUCTIONS``) join the group
+  of a producer when the shapes line up with its domain without broadcasting a member up (that would recompute it
+  once per broadcast element); two producer groups merge when their domains agree and no path leaves one group and
+  re-enters the other (that would make a cycle);
+* a node whose operands are all outside any group joins a *sibling* group that already reads one of its operands
+  (horizontal fusion), so ``x.max(1)`` and ``x.sum(1)`` make one sweep over ``x``;
+* ``matmul``/``dot`` start a ``matmul_epilogue`` group: the product comes from BLAS, and the elementwise ops and
+  reductions over it run as one kernel that writes into the product's buffer;
+* 0-d elementwise producers (``1 - beta1``, ``lr * scale``) are copied into every kernel that reads them, so scalar
+  arithmetic never costs a launch;
+* at most ``MAX_LEVELS`` reduction levels per group (layernorm needs two: mean, then variance), so no op is
+  recomputed more than ``MAX_LEVELS + 1`` times.
+
+Each ``fused`` node's attrs say ``kind``, ``name`` and ``cuts``: one line per operand that is computed elsewhere,
+naming that producer (by its ``%k`` in the unfused graph) and why it was not fused.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.printer import node_names
+from jitgraph.ir.types import TensorType
+from jitgraph.passes.manager import register_pass
+
+# The ops every kernel backend must be able to emit inside a loop body (a test checks the CPU emitter table).
+FUSIBLE_ELEMENTWISE = frozenset({
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power", "negative", "positive",
+    "absolute", "sign", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos", "tan",
+    "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "square", "floor",
+    "ceil", "trunc", "rint", "isnan", "isfinite", "isinf", "logical_not", "maximum", "minimum", "fmax", "fmin",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "arctan2", "hypot", "copysign", "signbit",
+    "where", "clip", "astype", "copy", "logaddexp",
+})
+FUSIBLE_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "any", "all"})
+EPILOGUE_HEADS = frozenset({"matmul", "dot"})
+KERNEL_DTYPES = frozenset(np.dtype(d) for d in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                                 "uint32", "uint64", "float32", "float64"))
+MAX_LEVELS = 2
+
+
+def unsupported_reason(node: Node) -> str | None:
+    """Why ``node`` cannot live inside a kernel, or None when it can."""
+    kind = OPS[node.op].kind
+    if node.op in EPILOGUE_HEADS:
+        return "BLAS op: runs through NumPy (its elementwise epilogue is fused into one kernel)"
+    if kind is OpKind.ELEMENTWISE and node.op not in FUSIBLE_ELEMENTWISE:
+        return f"no kernel emitter for {node.op!r}; runs through NumPy"
+    if kind is OpKind.REDUCTION and node.op not in FUSIBLE_REDUCTIONS:
+        return f"no kernel emitter for reduction {node.op!r}; runs through NumPy"
+    if kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION) and node.op != "reshape":
+        return f"{kind.value} op {node.op!r} runs through NumPy (views cost nothing; others are not fused)"
+    types = [t for t in (i.type for i in node.inputs)] + [node.type]
+    for t in types:
+        if not isinstance(t, TensorType):
+            return "tuple-typed operand"
+        if t.dtype not in KERNEL_DTYPES:
+            return f"dtype {t.dtype} is not supported by kernels; runs through NumPy"
+    if kind is OpKind.REDUCTION and node.attrs.get("dtype") is not None and \
+            np.dtype(node.attrs["dtype"]) not in KERNEL_DTYPES:
+        return f"accumulator dtype {node.attrs['dtype']} is not supported by kernels"
+    return None
+
+
+@dataclass
+class _Group:
+    gid: int
+    domain: tuple[int, ...]
+    raxes: tuple[int, ...]
+    members: list[Node] = field(default_factory=list)
+    head: Node | None = None  # the BLAS node of a matmul_epilogue group
+
+    @property
+    def kind(self) -> str:
+        if self.head is not None:
+            return "matmul_epilogue"
+        return "reduction" if self.raxes else "elementwise"
+
+
+@dataclass
+class GroupInfo:
+    """What a backend needs to know about a group besides its body: the domain and per-value maps and levels."""
+
+    domain: tuple[int, ...]
+    raxes: tuple[int, ...]
+    amap: dict[Node, tuple[int | None, ...]]
+    level: dict[Node, int]
+
+
+def _is_scalar_closure(node: Node) -> bool:
+    """0-d values that can be recomputed inside every kernel that reads them."""
+    t = node.type
+    if not isinstance(t, TensorType) or t.shape != ():
+        return False
+    if node.op in ("const", "input"):
+        return True
+    return OPS[node.op].kind is OpKind.ELEMENTWISE and unsupported_reason(node) is None
+
+
+def analyze(members: Iterable[Node], domain: tuple[int, ...], raxes: tuple[int, ...],
+            head: Node | None = None) -> GroupInfo | str:
+    """Axis maps and levels of a candidate group, or the reason it is not a valid group.
+
+    Values outside ``members`` are operands: level 0, mapped by NumPy's right-aligned broadcasting. This runs from
+    scratch for each candidate, which keeps join and merge decisions obviously consistent.
+    """
+    members = list(members)
+    inside = set(members)
+    d = len(domain)
+    identity = tuple(range(d))
+    amap: dict[Node, tuple[int | None, ...]] = {}
+    level: dict[Node, int] = {}
+    for n in members:
+        t = n.type
+        if not isinstance(t, TensorType):
+            return "tuple-typed value"
+        if n is head:
+            if t.shape != domain:
+                return "BLAS result shape differs from the epilogue's domain"
+            amap[n], level[n] = identity, 0
+            continue
+        ins = [i for i in n.inputs if i in inside]
+        lvl = max((level[i] for i in ins), default=0)
+        kind = OPS[n.op].kind
+        if kind is OpKind.REDUCTION:
+            (src,) = n.inputs
+            if src.type.shape != domain or (src in inside and amap[src] != identity):
+                return f"reduces a {src.type} value, not the group's domain {list(domain)}"
+            if tuple(n.attrs["axis"]) != raxes:
+                return f"reduces axes {tuple(n.attrs['axis'])}, the group reduces {raxes}"
+            keep = bool(n.attrs.get("keepdims"))
+            amap[n] = tuple(None if a in raxes else a for a in identity) if keep else \
+                tuple(a for a in identity if a not in raxes)
+            level[n] = lvl + 1
+            if level[n] > MAX_LEVELS:
+                return f"more than {MAX_LEVELS} reduction levels in one kernel"
+            continue
+        if n.op == "reshape":
+            (src,) = n.inputs
+            if src not in inside:
+                return "reshape of an operand (runs as a NumPy view)"
+            axes = [a for a in amap[src] if a is not None]
+            sizes = [s for s in src.type.shape if s != 1]
+            if [s for s in t.shape if s != 1] != sizes or len(axes) != len(sizes):
+                return "reshape that changes more than size-1 dims"
+            it = iter(axes)
+            amap[n], level[n] = tuple(None if s == 1 else next(it) for s in t.shape), lvl
+            continue
+        k = t.ndim
+        if k > d:
+            return f"shape {list(t.shape)} is larger than the group's domain {list(domain)}"
+        out: list[int | None] = []
+        for j, size in enumerate(t.shape):
+            cands = set()
+            for i in ins:
+                jj = j - (k - i.type.ndim)
+                if jj >= 0 and i.type.shape[jj] != 1:
+                    cands.add(amap[i][jj])
+            if size == 1:
+                out.append(None)
+            elif len(cands) > 1:
+                return "operands walk different domain axes"
+            elif cands:
+                out.append(cands.pop())
+            elif domain[j + d - k] == size:
+                out.append(j + d - k)
+            else:
+                return f"shape {list(t.shape)} does not line up with the group's domain {list(domain)}"
+        amap[n], level[n] = tuple(out), lvl
+        if any(a is not None and domain[a] != s for a, s in zip(out, t.shape)):
+            return "sizes disagree with the group's domain"
+    outer = set(range(d)) - set(raxes)
+    for n in members:
+        walks = {a for a in amap[n] if a is not None}
+        if walks not in (outer, outer | set(raxes)) and not all(domain[a] == 1 for a in outer - walks):
+            return (f"{n.op} result of shape {list(n.type.shape)} would be recomputed for every element of the "
+                    f"domain {list(domain)} (broadcast)")
+    return GroupInfo(domain, raxes, amap, level)
+
+
+class _Planner:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.names = node_names(graph)
+        self.group_of: dict[Node, _Group] = {}
+        self.groups: list[_Group] = []
+        self.anc: dict[Node, set[int]] = {}  # group ids a node transitively reads (through any path)
+        self.alias: dict[int, int] = {}  # merged group ids
+        self.cuts: dict[Node, list[str]] = {}
+        self.ids = itertools.count()
+        self.order: dict[Node, int] = {}
+
+    def find(self, gid: int) -> int:
+        while gid in self.alias:
+            gid = self.alias[gid]
+        return gid
+
+    def ancestors(self, node: Node) -> set[int]:
+        return {self.find(g) for g in self.anc.get(node, ())}
+
+    def cut(self, node: Node, producer: Node, why: str) -> None:
+        self.cuts.setdefault(node, []).append(f"{self.names.get(producer, '?')} = {producer.op}: {why}")
+
+    def creates_cycle(self, group_ids: set[int], members: Iterable[Node]) -> bool:
+        for m in members:
+            for i in m.inputs:
+                g = self.group_of.get(i)
+                if g is not None and g.gid in group_ids:
+                    continue
+                if self.ancestors(i) & group_ids:
+                    return True
+        return False
+
+    def try_join(self, node: Node, groups: list[_Group]) -> str | None:
+        """Put ``node`` into the union of ``groups`` (merging them); the reason when that is not possible."""
+        base = groups[0]
+        domain = base.domain
+        raxes = next((g.raxes for g in groups if g.raxes), ())
+        if OPS[node.op].kind is OpKind.REDUCTION:
+            raxes = raxes or tuple(node.attrs["axis"])
+        if any(g.domain != domain or (g.raxes and g.raxes != raxes) for g in groups):
+            return "producer groups have different iteration domains"
+        if sum(g.head is not None for g in groups) > 1:
+            return "two BLAS products in one kernel"
+        members = sorted({m for g in groups for m in g.members} | {node}, key=self.order.__getitem__)
+        ids = {g.gid for g in groups}
+        if self.creates_cycle(ids, members):
+            return "fusing would create a cycle through a node computed outside the kernel"
+        head = next((g.head for g in groups if g.head is not None), None)
+        info = analyze(members, domain, raxes, head)
+        if isinstance(info, str):
+            return info
+        for g in groups[1:]:
+            self.alias[g.gid] = base.gid
+            self.groups.remove(g)
+        base.members, base.raxes, base.head = members, raxes, head
+        for m in members:
+            self.group_of[m] = base
+        return None
+
+    def new_group(self, node: Node, domain: tuple[int, ...], raxes: tuple[int, ...], head: Node | None) -> None:
+        g = _Group(next(self.ids), domain, raxes, [node], head)
+        self.groups.append(g)
+        self.group_of[node] = g
+
+    def place(self, node: Node) -> None:
+        kind = OPS[node.op].kind
+        if node.op in EPILOGUE_HEADS:
+            self.new_group(node, node.type.shape, (), node)
+            return
+        producers = [i for i in node.inputs if i in self.group_of]
+        groups: list[_Group] = []
+        for p in producers:
+            if self.group_of[p] not in groups:
+                groups.append(self.group_of[p])
+        # Try all producer groups together, then each alone (latest first), then siblings.
+        attempts = ([groups] if len(groups) > 1 else []) + [[g] for g in reversed(groups)]
+        reasons: dict[Node, str] = {}
+        for attempt in attempts:
+            why = self.try_join(node, attempt)
+            if why is None:
+                break
+            for p in producers:
+                if self.group_of.get(p) in attempt:
+                    reasons.setdefault(p, why)
+        if node not in self.group_of and not groups:
+            for g in reversed(self.groups):
+                reads = any(i.op != "const" and (i in g.members or any(i in m.inputs for m in g.members))
+                            for i in node.inputs)
+                if reads and self.try_join(node, [g]) is None:
+                    break
+        if node not in self.group_of:
+            if kind is OpKind.REDUCTION:
+                self.new_group(node, node.inputs[0].type.shape, tuple(node.attrs["axis"]), None)
+            elif node.op != "reshape":
+                self.new_group(node, node.type.shape, (), None)
+        mine = self.group_of.get(node)
+        for p, why in reasons.items():
+            if self.group_of.get(p) is not mine:
+                self.cut(node, p, why)
+
+    def run(self) -> list[_Group]:
+        self.order = {n: k for k, n in enumerate(self.graph.nodes)}
+        for node in self.graph.nodes:
+            anc: set[int] = set()
+            for i in node.inputs:
+                anc |= self.anc.get(i, set())
+                if i in self.group_of:
+                    anc.add(self.group_of[i].gid)
+            self.anc[node] = anc
+            if node.op in ("input", "const") or _is_scalar_closure(node):
+                continue
+            why = unsupported_reason(node) if node.op not in EPILOGUE_HEADS else None
+            if node.op in EPILOGUE_HEADS and (node.type.ndim != 2 or node.type.dtype.kind != "f"):
+                why = "BLAS op with a non-matrix or non-float result runs through NumPy"
+            if why is not None:
+                for i in node.inputs:
+                    if i in self.group_of:
+                        self.cut(node, i, f"consumer {node.op} cannot be fused ({why})")
+                continue
+            self.place(node)
+        return [g for g in self.groups if self._worth_a_kernel(g)]
+
+    @staticmethod
+    def _worth_a_kernel(g: _Group) -> bool:
+        computing = [m for m in g.members if m is not g.head and m.op != "reshape"]
+        if not computing:
+            return False
+        # A lone reduction of an operand is what NumPy's own SIMD loops already do well.
+        return not (len(computing) == 1 and OPS[computing[0].op].kind is OpKind.REDUCTION and g.head is None)
+
+
+def _kernel_name(g: _Group, index: int) -> str:
+    ops: list[str] = []
+    for m in g.members:
+        if m.op not in ops and m.op != "reshape":
+            ops.append(m.op)
+    return "fused_" + "_".join(ops[:4]) + f"_{index}"
+
+
+def fuse_graph(graph: Graph) -> Graph:
+    """The fusion pass proper; see the module docstring for the rules."""
+    if any(n.op == "fused" for n in graph.nodes):
+        return graph
+    planner = _Planner(graph)
+    groups = planner.run()
+    member_of: dict[Node, _Group] = {m: g for g in groups for m in g.members}
+    users = graph.users()
+    roots = set(graph.live_roots())
+
+    builder = GraphBuilder()
+    mapping: dict[Node, Node] = {}
+    emitted: set[int] = set()
+
+    def emit(node: Node) -> Node:
+        if node in mapping:
+            return mapping[node]
+        g = member_of.get(node)
+        if g is None:
+            new_inputs = tuple(emit(i) for i in node.inputs)
+            if node.op == "input":
+                raise AssertionError("inputs are emitted first")
+            new = Node(node.op, new_inputs, node.type, node.attrs, node.regions, node.loc)
+            mapping[node] = builder.add(new if new_inputs != node.inputs else node)
+            return mapping[node]
+        _emit_group(g)
+        return mapping[node]
+
+    def _emit_group(g: _Group) -> None:
+        if id(g) in emitted:
+            return
+        emitted.add(id(g))
+        inside = set(g.members)
+        body = GraphBuilder()
+        inner: dict[Node, Node] = {}
+        operands: list[Node] = []
+
+        def operand(v: Node) -> Node:
+            if v in inner:
+                return inner[v]
+            if v.op == "const" and isinstance(v.type, TensorType) and v.type.shape == ():
+                inner[v] = body.add(v)
+            elif v.op not in ("input", "const") and _is_scalar_closure(v):
+                ins = tuple(operand(i) for i in v.inputs)
+                inner[v] = body.add(Node(v.op, ins, v.type, v.attrs, v.regions, v.loc))
+            else:
+                operands.append(v)
+                inner[v] = body.input(v.type, "v" + planner.names.get(v, "%").lstrip("%"))
+            return inner[v]
+
+        # Body inputs first, then 0-d constants and scalar arithmetic, then members in order.
+        externals = [i for m in g.members for i in m.inputs if i not in inside]
+        for i in externals:
+            if i.op == "input" or not _is_scalar_closure(i):
+                operand(i)
+        for i in externals:
+            operand(i)
+        for m in g.members:
+            ins = tuple(inner[i] for i in m.inputs)
+            inner[m] = body.add(Node(m.op, ins, m.type, m.attrs, m.regions, m.loc))
+        escaping = [m for m in g.members if m in roots or any(u not in inside for u in users.get(m, ()))]
+        body_graph = body.build([inner[m] for m in escaping])
+        cuts: list[str] = []
+        for m in g.members:
+            cuts.extend(planner.cuts.get(m, ()))
+        attrs = {"kind": g.kind, "name": _kernel_name(g, len(emitted) - 1), "cuts": tuple(dict.fromkeys(cuts))}
+        outer_ops = tuple(emit(v) for v in operands)
+        out_types = tuple(m.type for m in escaping)
+        ftype = out_types[0] if len(out_types) == 1 else TupleType(out_types)
+        loc = g.members[-1].loc
+        fused = builder.add(Node("fused", outer_ops, ftype, attrs, (body_graph,), loc))
+        if len(escaping) == 1:
+            mapping[escaping[0]] = fused
+        else:
+            for k, m in enumerate(escaping):
+                mapping[m] = builder.add(Node("tuple_get", (fused,), m.type, {"index": k}, (), m.loc))
+
+    for index, inp in enumerate(graph.inputs):
+        mapping[inp] = builder.input(inp.type, graph.input_names[index] if graph.input_names else "")
+    for node in graph.nodes:
+        if node in member_of:
+            _emit_group(member_of[node])
+        elif node.op != "input":
+            emit(node)
+    fused = builder.build([emit(o) for o in graph.outputs], [(i, emit(n)) for i, n in graph.mutations])
+    # 0-d producers copied into kernels may now be unread.
+    return eliminate_dead(fused)
+
+
+def group_info(fused: Node) -> GroupInfo:
+    """Recompute the domain, axis maps and levels of a ``fused`` node's body (what kernel emitters consume)."""
+    (body,) = fused.regions
+    members = [n for n in body.nodes if n.op not in ("input", "const")]
+    head = next((n for n in members if n.op in EPILOGUE_HEADS), None)
+    computing = [n for n in members if n is not head and not (_is_scalar_closure(n))]
+    reductions = [n for n in computing if OPS[n.op].kind is OpKind.REDUCTION]
+    if reductions:
+        domain, raxes = reductions[0].inputs[0].type.shape, tuple(reductions[0].attrs["axis"])
+    elif head is not None:
+        domain, raxes = head.type.shape, ()
+    else:
+        domain, raxes = (computing[0].type.shape if computing else ()), ()
+    info = analyze([n for n in members if n in computing or n is head], domain, raxes, head)
+    if isinstance(info, str):
+        raise TypeError(f"fused node {fused.attrs.get('name')} has an invalid body: {info}")
+    return info
+
+
+def unfused_reasons(graph: Graph) -> dict[Node, str]:
+    """For explain: why each computing node outside every kernel runs through NumPy."""
+    reasons = {}
+    for n in graph.nodes:
+        if n.op in ("input", "const", "fused", "tuple_get"):
+            continue
+        why = unsupported_reason(n)
+        if why is None and _is_scalar_closure(n):
+            why = "0-d value computed once by NumPy (it is copied into kernels that read it)"
+        reasons[n] = why or "no other fusible op reads or produces it"
+    return reasons
+
+
+fuse: Callable[[Graph], Graph] = register_pass("fuse")(fuse_graph)

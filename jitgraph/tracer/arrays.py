@@ -1,0 +1,265 @@
+"""Array semantics at trace time: operators, in-place updates, indexing and attributes.
+
+Operators on tracked values record the ufunc NumPy would call (``a + b`` is ``add``); operators on trace-time
+Python values are simply computed. In-place operators keep NumPy's rules: the result is cast back with
+``same_kind`` casting (``int_array += 0.5`` raises ``UFuncTypeError`` eagerly, so here it falls back and NumPy
+raises it) and must not change the target's shape.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.values import ArrayMethod, TArray, ViewStep, is_plain
+
+BINARY_UFUNC = {
+    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "remainder",
+    "**": "power", "@": "matmul", "&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor",
+    "<<": "left_shift", ">>": "right_shift",
+}
+COMPARE_UFUNC = {"<": "less", "<=": "less_equal", "==": "equal", "!=": "not_equal", ">": "greater",
+                 ">=": "greater_equal"}
+PY_BINARY = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": operator.pow, "@": operator.matmul, "&": operator.and_, "|": operator.or_,
+    "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+}
+PY_COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+              ">=": operator.ge}
+_IDENTITY_EQ = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc)
+
+
+def python_op(tx: TraceContext, fn: Any, a: Any, b: Any, what: str) -> Any:
+    """Apply a Python operator to trace-time values, turning Python's own error into a fallback."""
+    structural = isinstance(a, tuple | list) and isinstance(b, tuple | list | int) and what in "+*"
+    structural = structural or (isinstance(a, int) and isinstance(b, tuple | list) and what == "*")
+    if not (structural or (is_plain(a) and is_plain(b))):
+        if what in ("==", "!=") and isinstance(a, _IDENTITY_EQ) and isinstance(b, _IDENTITY_EQ):
+            return fn(a, b)
+        tx.graph_break(f"operator {what} on {type(a).__name__} and {type(b).__name__} objects")
+    try:
+        return fn(a, b)
+    except Exception as exc:  # noqa: BLE001 - Python's own error, re-raised by the eager run
+        tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+
+
+def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False) -> Any:
+    if isinstance(a, TArray) or isinstance(b, TArray):
+        if _is_none(a) or _is_none(b):
+            tx.graph_break(f"operator {symbol} with None", TypeError(f"unsupported operand type(s) for {symbol}"))
+        ufunc = BINARY_UFUNC[symbol]
+        if inplace and isinstance(a, TArray) and a.kind == "array":
+            return inplace_update(tx, ufunc, a, b)
+        return tx.result(tx.op(ufunc, tx.node(a), tx.node(b)))
+    if inplace and isinstance(a, list):
+        if id(a) in tx.caller_owned:
+            tx.graph_break("+= on a caller's list is a side effect")
+        a += list(b) if isinstance(b, tuple | list) else tx.graph_break("list += non-sequence")
+        return a
+    return python_op(tx, PY_BINARY[symbol], a, b, symbol)
+
+
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+def inplace_update(tx: TraceContext, ufunc: str, target: TArray, operand: Any, out_dtype_check: bool = True) -> TArray:
+    """``target <op>= operand``: compute, cast with NumPy's same_kind rule, write back through any view."""
+    current = tx.read(target)
+    result = tx.op(ufunc, current, tx.node(operand))
+    store_into(tx, target, result, ufunc, operand)
+    return target
+
+
+def store_into(tx: TraceContext, target: TArray, result: Any, ufunc: str, operand: Any = None) -> None:
+    """Write a ufunc result into ``target`` the way ``out=target`` would: same shape, same_kind cast."""
+    t_target = tx.type_of(target)
+    t_result = result.tensor_type
+    if not np.can_cast(t_result.dtype, t_target.dtype, casting="same_kind"):
+        tx.graph_break(f"in-place {ufunc} would cast {t_result.dtype} to {t_target.dtype} (NumPy raises "
+                       "UFuncTypeError)", _numpy_casting_error(ufunc, t_target.dtype, operand, tx))
+    if t_result.shape != t_target.shape:
+        err = ValueError(f"non-broadcastable output operand with shape {t_target.shape} doesn't match the "
+                         f"broadcast shape {t_result.shape}")
+        tx.graph_break(str(err), err)
+    if t_result.dtype != t_target.dtype or t_result.weak:
+        result = tx.op("astype", result, dtype=t_target.dtype)
+    tx.write(target, result)
+
+
+def _numpy_casting_error(ufunc: str, dtype: np.dtype, operand: Any, tx: TraceContext) -> BaseException:
+    """Ask NumPy for the exact exception the in-place op raises, on one-element prototypes."""
+    target = np.ones(1, dtype)
+    other: Any = 1
+    if isinstance(operand, TArray):
+        t = tx.type_of(operand)
+        other = t.proto() if t.weak else np.ones(1, t.dtype)
+    elif is_plain(operand):
+        other = operand
+    try:
+        getattr(np, ufunc)(target, other, out=target)
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return TypeError(f"Cannot cast ufunc '{ufunc}' output to {dtype} with casting rule 'same_kind'")
+
+
+def compare(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
+    if isinstance(a, TArray) or isinstance(b, TArray):
+        if _is_none(a) or _is_none(b):
+            return symbol == "!="
+        return tx.result(tx.op(COMPARE_UFUNC[symbol], tx.node(a), tx.node(b)))
+    return python_op(tx, PY_COMPARE[symbol], a, b, symbol)
+
+
+UNARY_UFUNC = {"-": "negative", "+": "positive", "~": "invert"}
+PY_UNARY = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
+
+
+def unary(tx: TraceContext, symbol: str, a: Any) -> Any:
+    if isinstance(a, TArray):
+        return tx.result(tx.op(UNARY_UFUNC[symbol], tx.read(a)))
+    if not is_plain(a):
+        tx.graph_break(f"unary {symbol} on a {type(a).__name__} object")
+    try:
+        return PY_UNARY[symbol](a)
+    except Exception as exc:  # noqa: BLE001
+        tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+
+
+# ---- indexing -------------------------------------------------------------------------------------------------
+def parse_index(tx: TraceContext, index: Any) -> tuple[tuple[Any, ...], list[Any]]:
+    """Split a NumPy index into a spec (ints, slices, None, ...) and array operands (``Operand(k)``)."""
+    entries = index if isinstance(index, tuple) else (index,)
+    spec: list[Any] = []
+    operands: list[Any] = []
+    for e in entries:
+        if isinstance(e, bool | np.bool_):
+            tx.graph_break("boolean scalar index")
+        if isinstance(e, int | np.integer):
+            spec.append(int(e))
+        elif isinstance(e, slice):
+            parts = []
+            for p in (e.start, e.stop, e.step):
+                if isinstance(p, TArray):
+                    tx.graph_break("slice bounds computed from array data")
+                if p is not None and not isinstance(p, int | np.integer):
+                    err = TypeError("slice indices must be integers or None or have an __index__ method")
+                    tx.graph_break(str(err), err)
+                parts.append(None if p is None else int(p))
+            spec.append(slice(*parts))
+        elif e is None or e is Ellipsis:
+            spec.append(e)
+        elif isinstance(e, TArray | list | np.ndarray):
+            node = tx.node(e)
+            kind = node.tensor_type.dtype.kind
+            if kind == "b":
+                tx.graph_break("boolean mask index (the result's shape depends on array data)")
+            if kind not in "iu":
+                err = IndexError("arrays used as indices must be of integer (or boolean) type")
+                tx.graph_break(str(err), err)
+            spec.append(Operand(len(operands)))
+            operands.append(node)
+        else:
+            err = IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer "
+                             "or boolean arrays are valid indices")
+            tx.graph_break(str(err), err)
+    return tuple(spec), operands
+
+
+def getitem(tx: TraceContext, container: Any, index: Any) -> Any:
+    if isinstance(container, TArray):
+        return array_getitem(tx, container, index)
+    if isinstance(index, TArray):
+        tx.graph_break("indexing a Python container with a value computed from array data")
+    if isinstance(container, list | tuple | dict | str | range | bytes) or is_plain(container):
+        try:
+            return container[index]
+        except Exception as exc:  # noqa: BLE001
+            tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+    tx.graph_break(f"indexing a {type(container).__name__} object (its __getitem__ is not traced)")
+
+
+def array_getitem(tx: TraceContext, array: TArray, index: Any) -> TArray:
+    if array.kind != "array":
+        tx.graph_break("indexing a scalar", IndexError("invalid index to scalar variable."))
+    spec, operands = parse_index(tx, index)
+    ndim = tx.type_of(array).ndim
+    if not operands:
+        full_int = (sum(isinstance(e, int) for e in spec) == ndim and
+                    all(isinstance(e, int) for e in spec))
+        if full_int:
+            return tx.result(tx.op("getitem", tx.read(array), spec=spec))
+        return tx.view(array, "getitem", spec=spec)
+    node = tx.op("getitem", tx.read(array), *operands, spec=spec)
+    return tx.result(node)
+
+
+def setitem(tx: TraceContext, container: Any, index: Any, value: Any) -> None:
+    if isinstance(container, TArray):
+        array_setitem(tx, container, index, value)
+        return
+    if isinstance(container, list | dict):
+        if isinstance(index, TArray):
+            tx.graph_break("indexing a Python container with a value computed from array data")
+        if id(container) in tx.caller_owned:
+            current = container.get(index) if isinstance(container, dict) else _safe_get(container, index)
+            if current is value:
+                return  # ``d[k] -= x`` stores back the same (updated in place) array: nothing to do
+            tx.graph_break("assigning into a caller's list or dict is a side effect")
+        try:
+            container[index] = value
+        except Exception as exc:  # noqa: BLE001
+            tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+        return
+    tx.graph_break(f"item assignment on a {type(container).__name__} object")
+
+
+def _safe_get(container: list, index: Any) -> Any:
+    try:
+        return container[index]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def array_setitem(tx: TraceContext, array: TArray, index: Any, value: Any) -> None:
+    if array.kind != "array":
+        err = TypeError(f"'{tx.type_of(array).dtype.type.__name__}' object does not support item assignment")
+        tx.graph_break(str(err), err)
+    spec, operands = parse_index(tx, index)
+    if not operands and isinstance(value, TArray) and value.buffer is array.buffer and \
+            value.path == array.path + (ViewStep("getitem", (("spec", spec),)),):
+        return  # ``x[i] += 1`` already wrote through the view; storing the view back changes nothing
+    new = tx.op("setitem", tx.read(array), tx.node(value), *operands, spec=spec)
+    tx.write(array, new)
+
+
+# ---- attributes -------------------------------------------------------------------------------------------------
+def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:
+    from jitgraph.tracer.numpy_table import ARRAY_METHODS
+
+    t = tx.type_of(array)
+    if array.kind == "py":
+        tx.graph_break(f"attribute {name!r} of a Python number argument")
+    if name == "shape":
+        return t.shape
+    if name == "ndim":
+        return t.ndim
+    if name == "size":
+        return t.size
+    if name == "dtype":
+        return t.dtype
+    if name == "itemsize":
+        return t.dtype.itemsize
+    if name == "nbytes":
+        return t.nbytes
+    if name == "T":
+        return tx.view(array, "transpose", axes=tuple(reversed(range(t.ndim))))
+    if name in ARRAY_METHODS:
+        return ArrayMethod(array, name)
+    tx.graph_break(f"ndarray attribute {name!r} is not supported by the tracer")

@@ -1,0 +1,229 @@
+"""Python builtins and container methods at trace time, in one table.
+
+Builtins on trace-time values are simply called (``len``, ``range``, ``zip`` over our own containers run no user
+code). Builtins that would need array *data* (``float(arr)``, ``int(arr)``, ``max`` over arrays) or have side effects
+(``print``) are graph breaks with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.iteration import iterate
+from jitgraph.tracer.values import TArray, contains_tarray, is_plain
+
+BUILTINS: dict[Any, Callable[..., Any]] = {}
+
+
+def _register(*fns: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(lowering: Callable[..., Any]) -> Callable[..., Any]:
+        for fn in fns:
+            BUILTINS[fn] = lowering
+        return lowering
+
+    return deco
+
+
+def _plain_call(tx: TraceContext, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    if not all(is_plain(a) for a in args) or not all(is_plain(v) for v in kwargs.values()):
+        tx.graph_break(f"{fn.__name__}() on array data needs the data at trace time")
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+
+
+@_register(len)
+def _len(tx: TraceContext, value: Any) -> int:
+    if isinstance(value, TArray):
+        t = tx.type_of(value)
+        if t.ndim == 0 or value.kind != "array":
+            err = TypeError("len() of unsized object")
+            tx.graph_break(str(err), err)
+        return t.shape[0]
+    try:
+        return len(value)
+    except TypeError as exc:
+        tx.graph_break(str(exc), exc)
+
+
+@_register(range)
+def _range(tx: TraceContext, *args: Any) -> range:
+    return _plain_call(tx, range, *args)
+
+
+@_register(zip)
+def _zip(tx: TraceContext, *iterables: Any, strict: bool = False) -> Any:
+    return zip(*(list(iterate(tx, i)) for i in iterables), strict=strict)
+
+
+@_register(enumerate)
+def _enumerate(tx: TraceContext, iterable: Any, start: int = 0) -> Any:
+    return enumerate(list(iterate(tx, iterable)), start)
+
+
+@_register(reversed)
+def _reversed(tx: TraceContext, iterable: Any) -> Any:
+    return reversed(list(iterate(tx, iterable)))
+
+
+@_register(list)
+def _list(tx: TraceContext, iterable: Any = ()) -> list:
+    return list(iterate(tx, iterable))
+
+
+@_register(tuple)
+def _tuple(tx: TraceContext, iterable: Any = ()) -> tuple:
+    return tuple(iterate(tx, iterable))
+
+
+@_register(dict)
+def _dict(tx: TraceContext, *args: Any, **kwargs: Any) -> dict:
+    if args:
+        source = args[0]
+        result = dict(source) if isinstance(source, dict) else dict(iterate(tx, source))
+    else:
+        result = {}
+    result.update(kwargs)
+    return result
+
+
+@_register(sorted)
+def _sorted(tx: TraceContext, iterable: Any, **kwargs: Any) -> list:
+    items = list(iterate(tx, iterable))
+    if not is_plain(items) or kwargs.get("key") is not None:
+        tx.graph_break("sorted() of arrays or with a key function")
+    return sorted(items, reverse=bool(kwargs.get("reverse", False)))
+
+
+@_register(isinstance)
+def _isinstance(tx: TraceContext, value: Any, classes: Any) -> bool:
+    return isinstance(_stand_in(tx, value), classes)
+
+
+@_register(type)
+def _type(tx: TraceContext, value: Any, *rest: Any) -> Any:
+    if rest:
+        tx.graph_break("type() with three arguments creates a class")
+    return type(_stand_in(tx, value))
+
+
+def _stand_in(tx: TraceContext, value: Any) -> Any:
+    """An object of the same Python type as a tracked value, for isinstance/type checks."""
+    if isinstance(value, TArray):
+        t = tx.type_of(value)
+        if value.kind == "array":
+            return np.empty((0,), t.dtype)
+        if value.kind == "scalar":
+            return t.dtype.type(0)
+        return float(0) if t.dtype.kind == "f" else int(0)
+    return value
+
+
+@_register(abs)
+def _abs(tx: TraceContext, value: Any) -> Any:
+    if isinstance(value, TArray):
+        return tx.result(tx.op("absolute", tx.read(value)))
+    return _plain_call(tx, abs, value)
+
+
+def _make_minmax(builtin: Any) -> Callable[..., Any]:
+    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+        items = list(iterate(tx, args[0])) if len(args) == 1 else list(args)
+        if contains_tarray(items):
+            tx.graph_break(f"builtin {builtin.__name__}() over arrays compares array data; use "
+                           f"np.{'minimum' if builtin is min else 'maximum'}")
+        return _plain_call(tx, builtin, items, **kwargs)
+
+    return lowering
+
+
+BUILTINS[min] = _make_minmax(min)
+BUILTINS[max] = _make_minmax(max)
+
+
+@_register(sum)
+def _sum(tx: TraceContext, iterable: Any, start: Any = 0) -> Any:
+    from jitgraph.tracer.arrays import binary
+
+    total = start
+    for item in iterate(tx, iterable):
+        total = binary(tx, "+", total, item)
+    return total
+
+
+def _number(builtin: Any) -> Callable[..., Any]:
+    def lowering(tx: TraceContext, value: Any = 0, *rest: Any) -> Any:
+        if isinstance(value, TArray):
+            if value.kind == "py" and builtin is float and tx.type_of(value).dtype.kind == "f":
+                return value
+            tx.graph_break(f"{builtin.__name__}() of an array reads its data (use the array, or .astype)")
+        return _plain_call(tx, builtin, value, *rest)
+
+    return lowering
+
+
+for _fn in (float, int, bool, complex, str, repr):
+    BUILTINS[_fn] = _number(_fn)
+
+
+@_register(print)
+def _print(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+    tx.graph_break("print() is a side effect")
+
+
+@_register(getattr)
+def _getattr(tx: TraceContext, obj: Any, name: str, *default: Any) -> Any:
+    from jitgraph.tracer.calls import load_attr
+
+    if not isinstance(name, str):
+        tx.graph_break("getattr with a non-constant name")
+    if default:
+        tx.graph_break("getattr with a default")
+    return load_attr(tx, obj, name)
+
+
+@_register(callable)
+def _callable(tx: TraceContext, value: Any) -> bool:
+    return not isinstance(value, TArray) and callable(value)
+
+
+for _fn in (round, divmod, pow, all, any, hash, chr, ord, bin, hex, format):
+    BUILTINS[_fn] = (lambda f: lambda tx, *a, **k: _plain_call(tx, f, *a, **k))(_fn)
+
+
+# ---- container methods ----------------------------------------------------------------------------------------
+MUTATING = {
+    list: {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"},
+    dict: {"update", "pop", "setdefault", "clear", "popitem"},
+    set: {"add", "update", "discard", "remove", "clear", "pop"},
+}
+SAFE = {
+    list: {"copy", "index", "count"}, tuple: {"index", "count"}, dict: {"keys", "values", "items", "get", "copy"},
+    set: {"copy", "union", "intersection", "difference"},
+}
+NEEDS_PLAIN = {"index", "count", "remove", "sort"}
+
+
+def call_container_method(tx: TraceContext, obj: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    cls = type(obj)
+    base = next((c for c in (list, dict, set, tuple) if isinstance(obj, c)), None)
+    if base is None:
+        return _plain_call(tx, getattr(obj, name), *args, **kwargs)
+    if name in MUTATING.get(base, ()):
+        if id(obj) in tx.caller_owned:
+            tx.graph_break(f"{cls.__name__}.{name}() on an argument (or global) mutates the caller's "
+                           f"{cls.__name__}: a side effect")
+    elif name not in SAFE.get(base, ()):
+        tx.graph_break(f"{cls.__name__}.{name}() is not supported by the tracer")
+    if name in NEEDS_PLAIN and not (is_plain(obj) and all(is_plain(a) for a in args)):
+        tx.graph_break(f"{cls.__name__}.{name}() compares array data")
+    try:
+        return getattr(obj, name)(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001
+        tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+

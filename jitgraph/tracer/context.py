@@ -1,0 +1,287 @@
+"""The per-trace state shared by every frame: the graph being built, buffers, guards and wrapped outside values.
+
+Values enter a trace in two ways. Arguments are *leaves* of the dispatch key (arrays, floats and NumPy scalars
+become graph inputs in key order). Everything else the code reaches — globals, closure cells, attributes of
+objects — is *wrapped* on first read: arrays become extra graph inputs, other values are specialised, and a guard
+records the assumption.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, NoReturn
+
+import numpy as np
+
+from jitgraph.errors import JitgraphError, TypeInferenceError
+from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
+from jitgraph.ir.types import TensorType, type_of
+from jitgraph.tracer.guards import GuardSet, Source
+from jitgraph.tracer.values import Buffer, TArray, ViewStep
+
+MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
+IMMUTABLE_MODULE_PREFIXES = ("numpy", "math", "builtins", "operator", "functools", "itertools")
+
+
+class GraphBreak(Exception):
+    """Internal: the tracer cannot capture this call. Carries the reason and the user's location.
+
+    ``user_error`` is the exception NumPy/Python would raise eagerly (a shape mismatch, say); the call then runs
+    eagerly so the user sees exactly that exception.
+    """
+
+    def __init__(self, reason: str, filename: str | None, lineno: int | None,
+                 user_error: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+        self.user_error = user_error
+
+
+class TraceContext:
+    def __init__(self, guards: GuardSet) -> None:
+        self.builder = GraphBuilder()
+        self.guards = guards
+        self.buffers: list[Buffer] = []
+        self.caller_owned: set[int] = set()
+        self.readonly_cells: set[int] = set()
+        self.made_functions: set[int] = set()
+        self.external: dict[int, tuple[Any, Source]] = {}
+        self._keep: list[Any] = []
+        self._by_source: dict[str, Any] = {}
+        self._by_id: dict[int, TArray] = {}
+        self.fn_globals_source: dict[int, Source | None] = {}
+        self.n_arg_leaves = 0
+        self.depth = 0
+        self.steps = 0
+        self.filename: str | None = None
+        self.lineno: int | None = None
+
+    # ---- locations and breaks -------------------------------------------------------------------------------
+    def at(self, filename: str, lineno: int | None) -> None:
+        if lineno != self.lineno or filename != self.filename:
+            self.filename, self.lineno = filename, lineno
+            self.builder.loc = SourceLoc(filename, lineno or 0)
+
+    def graph_break(self, reason: str, user_error: BaseException | None = None) -> NoReturn:
+        raise GraphBreak(reason, self.filename, self.lineno, user_error)
+
+    def keep(self, value: Any) -> Any:
+        self._keep.append(value)
+        return value
+
+    # ---- nodes ----------------------------------------------------------------------------------------------
+    def node(self, value: Any) -> Node:
+        """The IR node for an operand: tracked arrays are read, trace-time numbers become constants."""
+        if isinstance(value, TArray):
+            return self.read(value)
+        if isinstance(value, bool | int | float | complex | np.generic):
+            return self.builder.const(value)
+        if isinstance(value, np.ndarray):
+            return self.builder.const(value)
+        if isinstance(value, list | tuple):
+            if any(isinstance(v, TArray) for v in _flat(value)):
+                return self.read(self.stack_values(value))
+            try:
+                return self.builder.const(np.asarray(value))
+            except (TypeError, ValueError) as exc:
+                self.graph_break(f"cannot turn {type(value).__name__} into an array operand", exc)
+        self.graph_break(f"a {type(value).__name__} value cannot be an array operand")
+
+    def stack_values(self, values: list | tuple) -> TArray:
+        """``np.array([a, b])`` with tracked elements: stack them (nested sequences stack recursively)."""
+        parts = [self.stack_values(v) if isinstance(v, list | tuple) else v for v in values]
+        nodes = [self.node(p) for p in parts]
+        if not nodes:
+            return self.fresh(self.builder.const(np.asarray([], dtype=np.float64)))
+        return self.fresh(self.op("stack", *nodes, axis=0))
+
+    def op(self, name: str, *inputs: Node, **attrs: Any) -> Node:
+        try:
+            return self.builder.op(name, *inputs, **attrs)
+        except TypeInferenceError as exc:
+            self.graph_break(f"NumPy would raise here: {exc.message}", getattr(exc, "original", None) or exc)
+
+    def fresh(self, node: Node, kind: str | None = None) -> TArray:
+        """A new array value with its own storage (an op result)."""
+        if kind is None:
+            t = node.tensor_type
+            kind = "py" if t.weak else "array"
+        return TArray(Buffer(node), (), kind)
+
+    def result(self, node: Node, scalar_if_0d: bool = True) -> TArray:
+        """An op result typed the way NumPy hands it back: 0-d results of ufuncs/reductions are NumPy scalars."""
+        t = node.tensor_type
+        kind = "py" if t.weak else ("scalar" if scalar_if_0d and t.shape == () else "array")
+        return TArray(Buffer(node), (), kind)
+
+    def read(self, value: TArray) -> Node:
+        buffer = value.buffer
+        if not value.path:
+            return buffer.node
+        if value._cache is not None and value._cache[0] == buffer.version and value._cache[1] is not None:
+            return value._cache[1]
+        node = buffer.node
+        for step in value.path:
+            node = self.op(step.op, node, **step.kwargs)
+        value._cache = (buffer.version, node)
+        return node
+
+    def type_of(self, value: TArray) -> TensorType:
+        return self.read(value).tensor_type
+
+    def view(self, base: TArray, op: str, kind: str = "array", **attrs: Any) -> TArray:
+        """A NumPy view of ``base``: same storage, one more step on the path."""
+        if base.kind != "array":
+            return self.fresh(self.op(op, self.read(base), **attrs), kind)
+        step = ViewStep(op, tuple(attrs.items()))
+        result = TArray(base.buffer, base.path + (step,), kind)
+        self.read(result)  # type-check now, at the user's line
+        return result
+
+    def write(self, target: TArray, value: Node) -> None:
+        """Store ``value`` into ``target`` (a view or a whole buffer) and propagate it to the base storage."""
+        if target.kind != "array":
+            self.graph_break("in-place update of an immutable scalar")
+        nodes = [target.buffer.node]
+        for step in target.path[:-1]:
+            nodes.append(self.op(step.op, nodes[-1], **step.kwargs))
+        new = value
+        for step, base in zip(reversed(target.path), reversed(nodes)):
+            new = self._write_back(step, base, new)
+        target.buffer.node = new
+        target.buffer.version += 1
+
+    def _write_back(self, step: ViewStep, base: Node, new: Node) -> Node:
+        attrs = step.kwargs
+        if step.op == "getitem":
+            return self.op("setitem", base, new, spec=attrs["spec"])
+        if step.op == "reshape":
+            if base.tensor_type.layout != "C":
+                self.graph_break("in-place write through a reshape of a non-contiguous array (NumPy may have "
+                                 "copied); write to the original array instead")
+            return self.op("reshape", new, shape=base.tensor_type.shape)
+        if step.op == "transpose":
+            inverse = tuple(int(i) for i in np.argsort(attrs["axes"]))
+            return self.op("transpose", new, axes=inverse)
+        self.graph_break("assignment destination is read-only", ValueError("assignment destination is read-only"))
+
+    # ---- leaves (arguments) ---------------------------------------------------------------------------------
+    def new_input(self, value: Any, name: str) -> TArray:
+        if isinstance(value, np.ndarray):
+            t, kind = type_of(value), "array"
+        elif isinstance(value, np.generic):
+            t, kind = TensorType((), value.dtype), "scalar"
+        else:
+            t, kind = type_of(value), "py"
+        node = self.builder.input(t, name)
+        index = len(self.builder.inputs) - 1
+        if isinstance(value, np.ndarray):
+            previous = self._by_id.get(id(value))
+            if previous is not None:
+                return previous  # the same array reached twice: one storage, as in NumPy
+            buffer = Buffer(node, index)
+            self.buffers.append(buffer)
+            result = TArray(buffer, (), kind)
+            self._by_id[id(value)] = result
+            self._keep.append(value)
+            return result
+        return TArray(Buffer(node, None), (), kind)
+
+    def wrap_arg(self, value: Any, source: Source) -> Any:
+        """Wrap one argument, creating graph inputs in exactly the order the dispatch key lists leaves."""
+        t = type(value)
+        if t is np.ndarray or t is float or isinstance(value, np.generic):
+            return self.new_input(value, source.name)
+        if t is tuple:
+            return tuple(self.wrap_arg(v, source.item(i)) for i, v in enumerate(value))
+        if t is list:
+            result = [self.wrap_arg(v, source.item(i)) for i, v in enumerate(value)]
+            return self._mark_external(value, result, source)
+        if t is dict:
+            result = {k: self.wrap_arg(v, source.item(k)) for k, v in value.items()}
+            return self._mark_external(value, result, source)
+        if isinstance(value, np.ndarray):
+            self.graph_break(f"array subclass {t.__name__} as an argument")
+        self.external[id(value)] = (value, source)
+        self._keep.append(value)
+        return value
+
+    def _mark_external(self, original: Any, wrapped: Any, source: Source) -> Any:
+        self.caller_owned.add(id(wrapped))
+        self.external[id(wrapped)] = (original, source)
+        self._keep.append(wrapped)
+        return wrapped
+
+    # ---- outside values (globals, cells, attributes) --------------------------------------------------------
+    def wrap_external(self, value: Any, source: Source | None) -> Any:
+        """Wrap a value read from outside the arguments, guarding on what the trace assumes about it."""
+        if source is None:
+            return self._wrap_unguarded(value)
+        cached = self._by_source.get(source.code)
+        if cached is not None or source.code in self._by_source:
+            return cached
+        wrapped = self._wrap_guarded(value, source)
+        self._by_source[source.code] = wrapped
+        return wrapped
+
+    def _wrap_unguarded(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return self.fresh(self.builder.const(value))
+        return value
+
+    def _wrap_guarded(self, value: Any, source: Source) -> Any:
+        g = self.guards
+        t = type(value)
+        if t is np.ndarray:
+            g.array(source, value)
+            g.extra_input(source)
+            return self.new_input(value, source.name)
+        if t in (int, float, bool, str, bytes, complex, type(None)) or isinstance(value, np.generic | np.dtype):
+            g.equal(source, value)
+            return value
+        if t is tuple or t is list or t is dict:
+            g.structure(source, value)
+            if t is dict:
+                result: Any = {k: self.wrap_external(v, source.item(k)) for k, v in value.items()}
+            else:
+                result = [self.wrap_external(v, source.item(i)) for i, v in enumerate(value)]
+            if t is tuple:
+                return tuple(result)
+            return self._mark_external(value, result, source)
+        if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type | np.ufunc):
+            g.identity(source, value)
+            self._keep.append(value)
+            return value
+        g.type_is(source, value)
+        self.external[id(value)] = (value, source)
+        self._keep.append(value)
+        return value
+
+    def source_of(self, value: Any) -> Source | None:
+        entry = self.external.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else None
+
+    def const_source(self, value: Any) -> Source:
+        """A source for an object we hold ourselves (a function's closure, say): ``K[i]`` in guard code."""
+        self._keep.append(value)
+        code = self.guards.const(value)
+        return Source(code, getattr(value, "__qualname__", type(value).__name__))
+
+
+def _flat(value: Any) -> list[Any]:
+    out: list[Any] = []
+    for v in value:
+        if isinstance(v, list | tuple):
+            out.extend(_flat(v))
+        else:
+            out.append(v)
+    return out
+
+
+def is_immutable_module(module: types.ModuleType) -> bool:
+    return module.__name__.split(".")[0] in IMMUTABLE_MODULE_PREFIXES
+
+
+__all__ = ["GraphBreak", "TraceContext", "JitgraphError", "is_immutable_module"]

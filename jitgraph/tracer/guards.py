@@ -1,0 +1,147 @@
+"""Guards: what a traced graph assumed about the world, as readable text and as one compiled check.
+
+Arguments are guarded by the dispatch *key* (see ``cache.py``): a flat tuple of types, shapes, dtypes, strides,
+container structure and specialised scalar values, compared with one dict lookup. Everything else the trace read
+(globals, closure cells, attributes of objects) is guarded here. Each guard is a Python expression over
+
+* ``A`` (positional arguments), ``KW`` (keyword arguments) and
+* ``K`` (the entry's constants: the traced function, its globals dict, expected values),
+
+and all of an entry's guards are compiled into one function that returns the extra graph inputs (arrays read from
+attributes or globals) or None. Readable text is kept beside each expression for ``explain`` and for recompile
+reasons.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.types import layout_of
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value came from: ``code`` evaluates it at call time; ``name`` is how the user would write it."""
+
+    code: str
+    name: str
+
+    def attr(self, attr: str) -> Source:
+        return Source(f"{self.code}.{attr}", f"{self.name}.{attr}")
+
+    def item(self, key: Any) -> Source:
+        return Source(f"{self.code}[{key!r}]", f"{self.name}[{key!r}]")
+
+
+@dataclass(frozen=True)
+class Guard:
+    code: str
+    text: str
+
+
+@dataclass
+class GuardSet:
+    """Guards and extra inputs recorded while tracing one call."""
+
+    constants: list[Any] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)
+    extra_inputs: list[Source] = field(default_factory=list)
+    _const_index: dict[int, int] = field(default_factory=dict)
+    _seen: set[str] = field(default_factory=set)
+
+    def const(self, value: Any) -> str:
+        """Name an expected value inside guard code (``K[i]``); the entry keeps it alive, so ids stay valid."""
+        key = id(value)
+        if key not in self._const_index:
+            self._const_index[key] = len(self.constants)
+            self.constants.append(value)
+        return f"K[{self._const_index[key]}]"
+
+    def add(self, code: str, text: str) -> None:
+        if code not in self._seen:
+            self._seen.add(code)
+            self.guards.append(Guard(code, text))
+
+    def identity(self, source: Source, value: Any) -> None:
+        self.add(f"{source.code} is {self.const(value)}", f"{source.name} is {_describe_object(value)}")
+
+    def equal(self, source: Source, value: Any) -> None:
+        if value is None:
+            self.add(f"{source.code} is None", f"{source.name} is None")
+            return
+        self.add(f"type({source.code}) is {self.const(type(value))} and {source.code} == {self.const(value)}",
+                 f"{source.name} == {value!r}")
+
+    def type_is(self, source: Source, value: Any) -> None:
+        self.add(f"type({source.code}) is {self.const(type(value))}",
+                 f"type({source.name}) is {type(value).__qualname__}")
+
+    def array(self, source: Source, value: np.ndarray) -> None:
+        s = source.code
+        self.add(f"type({s}) is ndarray and {s}.shape == {self.const(value.shape)} and "
+                 f"{s}.dtype == {self.const(value.dtype)} and {s}.strides == {self.const(value.strides)}",
+                 f"{source.name}: ndarray, shape == {value.shape}, dtype == {value.dtype}, "
+                 f"layout {layout_of(value)}")
+
+    def structure(self, source: Source, value: Any) -> None:
+        if isinstance(value, dict):
+            self.add(f"type({source.code}) is dict and tuple({source.code}) == {self.const(tuple(value))}",
+                     f"type({source.name}) is dict and {source.name}.keys() == {list(value)}")
+        else:
+            self.add(f"type({source.code}) is {self.const(type(value))} and len({source.code}) == {len(value)}",
+                     f"type({source.name}) is {type(value).__name__} and len({source.name}) == {len(value)}")
+
+    def extra_input(self, source: Source) -> int:
+        self.extra_inputs.append(source)
+        return len(self.extra_inputs) - 1
+
+    def compile(self) -> Any:
+        """One function ``check(A, KW) -> list of extra inputs | None``."""
+        lines = ["def check(A, KW):", "    try:"]
+        for g in self.guards:
+            lines.append(f"        if not ({g.code}): return None")
+        lines.append("        return [" + ", ".join(s.code for s in self.extra_inputs) + "]")
+        lines.append("    except Exception:")
+        lines.append("        return None")
+        namespace: dict[str, Any] = {"K": self.constants, "ndarray": np.ndarray}
+        exec(compile("\n".join(lines), "<jitgraph guards>", "exec"), namespace)  # noqa: S102 - generated guard code
+        return namespace["check"]
+
+    def first_failure(self, args: tuple, kwargs: dict) -> Guard | None:
+        """The first guard that fails for these arguments (slow path, used to explain a recompile)."""
+        namespace = {"K": self.constants, "ndarray": np.ndarray, "A": args, "KW": kwargs}
+        for g in self.guards:
+            try:
+                ok = eval(g.code, namespace)  # noqa: S307 - our own generated guard expression
+            except Exception:
+                ok = False
+            if not ok:
+                return g
+        return None
+
+    def describe_now(self, guard: Guard, args: tuple, kwargs: dict) -> str:
+        """What the guarded expression holds now, for ``name: old -> new`` messages."""
+        namespace = {"K": self.constants, "ndarray": np.ndarray, "A": args, "KW": kwargs}
+        subject = guard.code.split(" is ")[0].split(" == ")[0]
+        if subject.startswith("type(") and subject.endswith(")"):
+            subject = subject[5:-1]
+        try:
+            value = eval(subject, namespace)  # noqa: S307
+        except Exception as exc:
+            return f"<{type(exc).__name__}>"
+        if isinstance(value, np.ndarray):
+            return f"ndarray shape {value.shape} dtype {value.dtype}"
+        return _describe_object(value)
+
+
+def _describe_object(value: Any) -> str:
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, types.FunctionType | types.BuiltinFunctionType | type):
+        return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', value)}"
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."

@@ -1,0 +1,73 @@
+"""Opcode handlers: operators, comparisons, membership and subscripts (semantics live in ``arrays.py``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jitgraph.tracer import arrays
+from jitgraph.tracer.ops_control import truth
+from jitgraph.tracer.values import TArray, is_plain
+
+if TYPE_CHECKING:
+    from jitgraph.tracer.bytecode import Instr
+    from jitgraph.tracer.frame import Frame
+
+
+class ArithOps:
+    def op_BINARY_OP(self: Frame, ins: Instr) -> None:
+        symbol, inplace = ins.argval
+        b = self.pop()
+        a = self.pop()
+        self.push(arrays.binary(self.tx, symbol, a, b, inplace))
+
+    def op_COMPARE_OP(self: Frame, ins: Instr) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push(arrays.compare(self.tx, ins.argval, a, b))
+
+    def op_UNARY_NEGATIVE(self: Frame, ins: Instr) -> None:
+        self.push(arrays.unary(self.tx, "-", self.pop()))
+
+    def op_UNARY_POSITIVE(self: Frame, ins: Instr) -> None:
+        self.push(arrays.unary(self.tx, "+", self.pop()))
+
+    def op_UNARY_INVERT(self: Frame, ins: Instr) -> None:
+        self.push(arrays.unary(self.tx, "~", self.pop()))
+
+    def op_UNARY_NOT(self: Frame, ins: Instr) -> None:
+        self.push(not truth(self.tx, self.pop()))
+
+    def op_IS_OP(self: Frame, ins: Instr) -> None:
+        b = self.pop()
+        a = self.pop()
+        self.push((a is b) != bool(ins.arg))
+
+    def op_CONTAINS_OP(self: Frame, ins: Instr) -> None:
+        container = self.pop()
+        item = self.pop()
+        if isinstance(item, TArray) or isinstance(container, TArray):
+            self.tx.graph_break("`in` test on array data")
+        if not isinstance(container, list | tuple | dict | set | frozenset | str | range) or not is_plain(item):
+            self.tx.graph_break(f"`in` test on a {type(container).__name__}")
+        if isinstance(container, list | tuple) and not is_plain(container):
+            self.tx.graph_break("`in` test on a list holding arrays compares their data")
+        self.push((item in container) != bool(ins.arg))
+
+    def op_BINARY_SUBSCR(self: Frame, ins: Instr) -> None:
+        index = self.pop()
+        container = self.pop()
+        self.push(arrays.getitem(self.tx, container, index))
+
+    def op_STORE_SUBSCR(self: Frame, ins: Instr) -> None:
+        index = self.pop()
+        container = self.pop()
+        value = self.pop()
+        arrays.setitem(self.tx, container, index, value)
+
+    def op_DELETE_SUBSCR(self: Frame, ins: Instr) -> None:
+        index = self.pop()
+        container = self.pop()
+        if isinstance(container, list | dict) and id(container) not in self.tx.caller_owned and is_plain(index):
+            del container[index]
+            return
+        self.tx.graph_break("del of an item of a caller's container or an array")

@@ -1,0 +1,94 @@
+"""Opcode handlers: jumps, branches, loops, return and yield.
+
+A branch is taken at trace time, so its condition must be a trace-time value; a condition computed from array
+data is a graph break at the user's line ("data-dependent control flow").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jitgraph.tracer.iteration import iterate
+from jitgraph.tracer.values import Return, TArray, is_plain
+
+if TYPE_CHECKING:
+    from jitgraph.tracer.bytecode import Instr
+    from jitgraph.tracer.context import TraceContext
+    from jitgraph.tracer.frame import Frame
+
+
+def truth(tx: TraceContext, value: Any) -> bool:
+    """``bool(value)`` at trace time, or a graph break when it depends on array data or on user code."""
+    if isinstance(value, TArray):
+        tx.graph_break("branch on a value computed from array data (data-dependent control flow); "
+                       "use np.where, or keep the decision in a Python argument")
+    if is_plain(value) or isinstance(value, set | frozenset):
+        return bool(value)
+    cls = type(value)
+    if any(hasattr(cls, m) for m in ("__bool__", "__len__")) and tx.source_of(value) is not None:
+        tx.graph_break(f"truth value of a {cls.__name__} object calls its __bool__/__len__")
+    try:
+        return bool(value)
+    except Exception as exc:  # noqa: BLE001 - anything else is not a trace-time decision
+        tx.graph_break(f"truth value of {cls.__name__}", exc)
+
+
+class ControlOps:
+    def op_JUMP(self: Frame, ins: Instr) -> None:
+        self.jump(ins)
+
+    def op_POP_JUMP_IF_FALSE(self: Frame, ins: Instr) -> None:
+        if not truth(self.tx, self.pop()):
+            self.jump(ins)
+
+    def op_POP_JUMP_IF_TRUE(self: Frame, ins: Instr) -> None:
+        if truth(self.tx, self.pop()):
+            self.jump(ins)
+
+    def op_POP_JUMP_IF_NONE(self: Frame, ins: Instr) -> None:
+        if self.pop() is None:
+            self.jump(ins)
+
+    def op_POP_JUMP_IF_NOT_NONE(self: Frame, ins: Instr) -> None:
+        if self.pop() is not None:
+            self.jump(ins)
+
+    def op_JUMP_IF_FALSE_OR_POP(self: Frame, ins: Instr) -> None:
+        if not truth(self.tx, self.stack[-1]):
+            self.jump(ins)
+        else:
+            self.pop()
+
+    def op_JUMP_IF_TRUE_OR_POP(self: Frame, ins: Instr) -> None:
+        if truth(self.tx, self.stack[-1]):
+            self.jump(ins)
+        else:
+            self.pop()
+
+    def op_GET_ITER(self: Frame, ins: Instr) -> None:
+        self.push(iterate(self.tx, self.pop()))
+
+    def op_FOR_ITER(self: Frame, ins: Instr) -> None:
+        try:
+            self.push(next(self.stack[-1]))
+        except StopIteration:
+            self.pop()
+            self.jump(ins)
+
+    def op_RETURN_VALUE(self: Frame, ins: Instr) -> Return:
+        value = self.pop()
+        if self.yielded is not None:
+            return Return(self.yielded)
+        return Return(value)
+
+    def op_YIELD_VALUE(self: Frame, ins: Instr) -> None:
+        if self.yielded is None:
+            self.tx.graph_break("yield outside a generator that is consumed at once")
+        self.yielded.append(self.pop())
+        self.push(None)
+
+    def op_RAISE_VARARGS(self: Frame, ins: Instr) -> None:
+        self.tx.graph_break("raise statement (the call runs eagerly so the exception is raised by Python)")
+
+    def op_LOAD_ASSERTION_ERROR(self: Frame, ins: Instr) -> None:
+        self.push(AssertionError)
