@@ -46,3 +46,17 @@ def _eager_loader() -> BackendFn:
 
 
 register_backend("eager", _eager_loader)
+
+# Registers "cuda" lazily: the package imports no numba.cuda until a graph is compiled with backend="cuda".
+import jitgraph.backends.cuda  # noqa: E402,F401
+
+
+def _cpu_loader() -> BackendFn:
+    # Importing the package re-registers "cpu" with its own loader; numba loads only now, on first use.
+    from jitgraph.backends.cpu import compile_cpu
+
+    return compile_cpu
+
+
+if "cpu" not in _BACKENDS:
+    register_backend("cpu", _cpu_loader)

@@ -42,6 +42,12 @@ def _eval_node(node: Node, env: dict[Node, Any], args: Sequence[Any]) -> Any:
     t = node.type
     if isinstance(t, TensorType) and t.weak:
         return python_type(t.dtype)(result)
+    if (isinstance(t, TensorType) and t.layout == "C" and isinstance(result, np.ndarray)
+            and not result.flags.c_contiguous and not OPS[node.op].makes_view(tuple(i.type for i in node.inputs),
+                                                                               node.attrs)):
+        # NumPy keeps an F-ordered operand's order (``order="K"``); the IR types fresh results C-ordered, as
+        # compiled backends allocate them, and later views of this value inherit that promise.
+        result = np.ascontiguousarray(result)
     return result
 
 

@@ -8,6 +8,6 @@ from jitgraph.ir.types import TensorType, type_of
 from jitgraph.ir.verifier import verify
 
 __all__ = [
-    "Graph", "GraphBuilder", "Node", "SourceLoc", "TupleType", "eliminate_dead", "rebuild", "OPS", "Op", "OpKind",
-    "get_op", "is_view_node", "Operand", "format_graph", "TensorType", "type_of", "verify",
+    "OPS", "Graph", "GraphBuilder", "Node", "Op", "OpKind", "Operand", "SourceLoc", "TensorType", "TupleType",
+    "eliminate_dead", "format_graph", "get_op", "is_view_node", "rebuild", "type_of", "verify",
 ]

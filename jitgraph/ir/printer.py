@@ -59,7 +59,9 @@ def _node_line(node: Node, namer: _Namer, graph: Graph) -> str:
     lhs = namer.name(node)
     if node.op == "input":
         index = node.attrs["index"]
-        label = graph.input_names[index] if graph.input_names else str(index)
+        # A malformed index must still print: the verifier shows this very line when rejecting it.
+        ok = isinstance(index, int) and 0 <= index < len(graph.input_names)
+        label = graph.input_names[index] if ok else str(index)
         return f"{lhs} = input[{label}] : {node.type}"
     if node.op == "const":
         return f"{lhs} = const({format_value(node.attrs['value'])}) : {node.type}"
@@ -84,7 +86,9 @@ def _format(graph: Graph, namer: _Namer, indent: str) -> list[str]:
             lines.append(line)
     lines.append(indent + "return " + ", ".join(namer.name(o) for o in graph.outputs))
     for index, node in graph.mutations:
-        lines.append(indent + f"mutate {namer.name(graph.inputs[index])} <- {namer.name(node)}")
+        ok = isinstance(index, int) and 0 <= index < len(graph.inputs)  # malformed graphs must still print
+        target = namer.name(graph.inputs[index]) if ok else f"input[{index}]"
+        lines.append(indent + f"mutate {target} <- {namer.name(node)}")
     return lines
 
 

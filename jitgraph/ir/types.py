@@ -95,7 +95,7 @@ def python_type(dtype: np.dtype) -> type:
     return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[np.dtype(dtype).kind]
 
 
-def weak_type_of(value: bool | int | float | complex) -> TensorType:
+def weak_type_of(value: bool | int | float | complex) -> TensorType:  # noqa: PYI041 - each type matters here
     """The type of a Python scalar: bool is *not* weak under NEP 50, int/float/complex are."""
     if isinstance(value, bool):
         return TensorType((), np.dtype(bool))

@@ -67,8 +67,7 @@ def node_key(node: Node) -> Any:
         attrs = tuple(sorted((k, value_key(v)) for k, v in node.attrs.items()))
     except _NoKey:
         return None
-    type_key = (str(node.type), getattr(node.type, "weak", None))
-    return (node.op, tuple(i.uid for i in node.inputs), attrs, tuple(id(r) for r in node.regions), type_key)
+    return (node.op, tuple(i.uid for i in node.inputs), attrs, tuple(id(r) for r in node.regions), node.type)
 
 
 @register_pass("eliminate_common")

@@ -166,8 +166,9 @@ def analyze(members: Iterable[Node], domain: tuple[int, ...], raxes: tuple[int, 
             amap[n], level[n] = tuple(None if s == 1 else next(it) for s in t.shape), lvl
             continue
         k = t.ndim
-        if k > d:
-            return f"shape {list(t.shape)} is larger than the group's domain {list(domain)}"
+        if k > d or t.size > int(np.prod(domain)):
+            return (f"its result {list(t.shape)} is larger than the kernel's domain {list(domain)}: fusing would "
+                    f"recompute that kernel for every broadcast element")
         out: list[int | None] = []
         for j, size in enumerate(t.shape):
             cands = set()
@@ -230,18 +231,22 @@ class _Planner:
                     return True
         return False
 
-    def try_join(self, node: Node, groups: list[_Group]) -> str | None:
-        """Put ``node`` into the union of ``groups`` (merging them); the reason when that is not possible."""
+    def try_join(self, node: Node | None, groups: list[_Group]) -> str | None:
+        """Put ``node`` (if any) into the union of ``groups`` (merging them); the reason when that is impossible."""
         base = groups[0]
         domain = base.domain
         raxes = next((g.raxes for g in groups if g.raxes), ())
-        if OPS[node.op].kind is OpKind.REDUCTION:
+        if node is not None and OPS[node.op].kind is OpKind.REDUCTION:
             raxes = raxes or tuple(node.attrs["axis"])
-        if any(g.domain != domain or (g.raxes and g.raxes != raxes) for g in groups):
-            return "producer groups have different iteration domains"
+        if any(g.domain != domain for g in groups):
+            return "its producers' kernels iterate over different domains " + \
+                " vs ".join(str(list(g.domain)) for g in groups)
+        if any(g.raxes and g.raxes != raxes for g in groups):
+            return "its producers' kernels reduce different axes " + " vs ".join(str(g.raxes) for g in groups)
         if sum(g.head is not None for g in groups) > 1:
             return "two BLAS products in one kernel"
-        members = sorted({m for g in groups for m in g.members} | {node}, key=self.order.__getitem__)
+        extra = {node} if node is not None else set()
+        members = sorted({m for g in groups for m in g.members} | extra, key=self.order.__getitem__)
         ids = {g.gid for g in groups}
         if self.creates_cycle(ids, members):
             return "fusing would create a cycle through a node computed outside the kernel"
@@ -256,6 +261,24 @@ class _Planner:
         for m in members:
             self.group_of[m] = base
         return None
+
+    def merge_siblings(self) -> None:
+        """Horizontal fusion: kernels that read a common operand and share a domain become one sweep.
+
+        Done after vertical grouping, so a node first joins the kernel of its producers and consumers; merging
+        siblings earlier would pull a node away from the consumer it should feed in registers.
+        """
+        changed = True
+        while changed:
+            changed = False
+            for a, b in itertools.combinations(list(self.groups), 2):
+                if a.domain != b.domain or (a.raxes and b.raxes and a.raxes != b.raxes):
+                    continue
+                reads_a = {i for m in a.members for i in m.inputs if i.op != "const"} - set(a.members)
+                reads_b = {i for m in b.members for i in m.inputs if i.op != "const"} - set(b.members)
+                if reads_a & reads_b and self.try_join(None, [a, b]) is None:
+                    changed = True
+                    break
 
     def new_group(self, node: Node, domain: tuple[int, ...], raxes: tuple[int, ...], head: Node | None) -> None:
         g = _Group(next(self.ids), domain, raxes, [node], head)
@@ -282,12 +305,6 @@ class _Planner:
             for p in producers:
                 if self.group_of.get(p) in attempt:
                     reasons.setdefault(p, why)
-        if node not in self.group_of and not groups:
-            for g in reversed(self.groups):
-                reads = any(i.op != "const" and (i in g.members or any(i in m.inputs for m in g.members))
-                            for i in node.inputs)
-                if reads and self.try_join(node, [g]) is None:
-                    break
         if node not in self.group_of:
             if kind is OpKind.REDUCTION:
                 self.new_group(node, node.inputs[0].type.shape, tuple(node.attrs["axis"]), None)
@@ -318,6 +335,7 @@ class _Planner:
                         self.cut(node, i, f"consumer {node.op} cannot be fused ({why})")
                 continue
             self.place(node)
+        self.merge_siblings()
         return [g for g in self.groups if self._worth_a_kernel(g)]
 
     @staticmethod
@@ -350,6 +368,7 @@ def fuse_graph(graph: Graph) -> Graph:
     builder = GraphBuilder()
     mapping: dict[Node, Node] = {}
     emitted: set[int] = set()
+    counter = itertools.count()
 
     def emit(node: Node) -> Node:
         if node in mapping:
@@ -378,7 +397,7 @@ def fuse_graph(graph: Graph) -> Graph:
             if v in inner:
                 return inner[v]
             if v.op == "const" and isinstance(v.type, TensorType) and v.type.shape == ():
-                inner[v] = body.add(v)
+                inner[v] = body.add(Node("const", (), v.type, v.attrs, (), v.loc))
             elif v.op not in ("input", "const") and _is_scalar_closure(v):
                 ins = tuple(operand(i) for i in v.inputs)
                 inner[v] = body.add(Node(v.op, ins, v.type, v.attrs, v.regions, v.loc))
@@ -402,8 +421,17 @@ def fuse_graph(graph: Graph) -> Graph:
         cuts: list[str] = []
         for m in g.members:
             cuts.extend(planner.cuts.get(m, ()))
-        attrs = {"kind": g.kind, "name": _kernel_name(g, len(emitted) - 1), "cuts": tuple(dict.fromkeys(cuts))}
+        for v in operands:
+            name = planner.names.get(v, "?")
+            if v.op not in ("input", "const") and not any(c.startswith(name + " ") for c in cuts):
+                if g.head is not None and v in g.head.inputs:
+                    why = f"operand of the BLAS call ({g.head.op} reads it from memory)"
+                else:
+                    why = unsupported_reason(v) or ("computed by another kernel" if v in member_of else
+                                                    "computed outside any kernel")
+                cuts.append(f"{name} = {v.op}: {why}")
         outer_ops = tuple(emit(v) for v in operands)
+        attrs = {"kind": g.kind, "name": _kernel_name(g, next(counter)), "cuts": tuple(dict.fromkeys(cuts))}
         out_types = tuple(m.type for m in escaping)
         ftype = out_types[0] if len(out_types) == 1 else TupleType(out_types)
         loc = g.members[-1].loc

@@ -8,11 +8,13 @@ Two rules, both changing only *where* values live, never the values:
   disappears once nothing else reads it. Products are exact in real arithmetic either way; BLAS may pick a
   different kernel for a transposed operand, so float results agree to rounding, not always to the bit.
 * ``ew(transpose(a, p), transpose(b, p), scalar...)`` -> ``transpose(ew(a, b, scalar...), p)`` for elementwise
-  ops (except ``copy``, which is an explicit request for a fresh array). Elementwise ops commute with a
-  permutation of axes, so this is exact; and because NumPy's ufuncs allocate their result in the memory order of
-  their operands (``order='K'``), the hoisted form even has the same memory layout as eager NumPy's result. The
-  kernel then sweeps ``a`` and ``b`` contiguously, and the transpose meets the next transpose, where
-  ``compose_transposes`` cancels them: ``(x.T * 2).T`` becomes ``x * 2``.
+  ops (except ``copy`` and same-dtype ``astype``, explicit requests for a fresh array). Elementwise ops commute
+  with a permutation of axes, so the values are exact; and because NumPy's ufuncs allocate their result in the
+  memory order of their operands (``order='K'``), the hoisted form has the memory layout eager NumPy itself
+  produces. The kernel then sweeps ``a`` and ``b`` contiguously, and the transpose meets the next transpose,
+  where ``compose_transposes`` cancels them: ``(x.T * 2).T`` becomes ``x * 2``. (A float reduction over the
+  result walks memory in that order, so it may round differently from one over a C-ordered intermediate, as the
+  IR's interpreter allocates them: float tolerance, as for any backend's reduction order.)
 
 Decisions are structural, never attrs: elementwise and linalg implementations receive their attrs as NumPy
 keyword arguments, so an extra attr would break them.
@@ -54,7 +56,7 @@ def _is_scalar(node: Node) -> bool:
 
 
 def _hoistable(node: Node) -> bool:
-    if not OPS[node.op].is_elementwise or node.op == "copy" or not isinstance(node.type, TensorType):
+    if not OPS[node.op].is_elementwise or not isinstance(node.type, TensorType) or _is_copy(node):
         return False
     perms = {tuple(i.attrs["axes"]) for i in node.inputs if i.op == "transpose"}
     if len(perms) != 1:

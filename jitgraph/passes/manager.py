@@ -6,7 +6,7 @@ and that treatment is what makes passes debuggable --
 * ``JITGRAPH_VERIFY=1`` (set by the test suite) runs the IR verifier after every pass, so a pass that builds a bad
   graph is named at once instead of surfacing as a wrong number in a backend;
 * ``JITGRAPH_DUMP=simplify,layout`` (or ``all``) prints the IR before and after the named passes to stderr;
-* each pass is timed into the :class:`PassReport` that ``explain`` shows;
+* each pass is timed into the :class:`PassReport` that ``explain`` shows (and ``JITGRAPH_LOGS=perf`` logs);
 * an exception inside a pass becomes a :class:`~jitgraph.errors.PassError` naming the pass and printing the
   nodes around the one it was working on.
 
@@ -29,6 +29,7 @@ from jitgraph.errors import PassError, VerifyError
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.printer import format_graph, node_names
 from jitgraph.ir.verifier import verify
+from jitgraph.logs import topic_logger
 
 PassFn = Callable[..., Graph]
 PASSES: dict[str, PassFn] = {}
@@ -44,6 +45,7 @@ DEFAULT_PIPELINE: tuple[str, ...] = (
 OPTIONAL_PASSES: dict[str, str] = {"fuse": "jitgraph.passes.fuse", "plan_memory": "jitgraph.passes.plan_memory"}
 
 _WANTS_OPTIONS: dict[str, bool] = {}
+_perf_log = topic_logger("perf")  # JITGRAPH_LOGS=perf shows every pipeline's pass times
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,10 @@ def run_pipeline(graph: Graph, options: Mapping[str, Any] | None = None) -> tupl
     options = dict(options or {})
     check = os.environ.get("JITGRAPH_VERIFY") == "1" or bool(options.get("verify"))
     dump = _dump_names()
-    passes, skipped = resolve_pipeline(tuple(options.get("passes", DEFAULT_PIPELINE)))
+    names = options.get("passes", DEFAULT_PIPELINE)
+    if isinstance(names, str):  # "simplify,layout", as in JITGRAPH_DUMP
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    passes, skipped = resolve_pipeline(tuple(names))
     report = PassReport(skipped=skipped)
     if check:
         verify(graph)
@@ -190,4 +195,5 @@ def run_pipeline(graph: Graph, options: Mapping[str, Any] | None = None) -> tupl
                 raise PassError(f"pass {name!r} produced an invalid graph: {exc.message}",
                                 hint=exc.hint) from exc
         graph = result
+    _perf_log.debug("jitgraph: pass times\n%s", report.format())
     return graph, report

@@ -11,10 +11,10 @@ the safety checks are written once:
 * **The engine declines any replacement whose type differs** (shape, dtype or weakness) from the node it
   replaces. Rules therefore never change what the user observes through types, and "only where the dtype and
   broadcast shape do not change" is enforced in one place rather than trusted to every rule.
-* **Outputs keep their identity.** A graph output (or mutation value) that used to be a freshly computed array
-  must not become the caller's own input, a shared read-only constant, a view of either, or the same array as
-  another output; the engine then materialises it with ``copy``. Eager NumPy returns a new array for ``x * 1``,
-  and so must we.
+* **Outputs keep their identity.** A graph output (or mutation value, or region-body result) that used to be a
+  freshly computed array must not become the caller's own input, a shared read-only constant, a view of either,
+  or the same array as another output; the engine then materialises it with ``copy``. Eager NumPy returns a new
+  array for ``x * 1``, and so must we. A mutation that ends up writing an input's own value back is dropped.
 
 Sweeps walk the graph in topological order; rules are tried at each node (repeatedly, on what they produce) and
 the sweep repeats until one fires nothing. CSE (hash-consing) is an option of the same walk.
@@ -48,8 +48,11 @@ class Pat:
     where: Callable[[Node], bool] | None = None
     commutative: bool = False
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ops", (self.op,) if isinstance(self.op, str) else self.op)
+
     def ops(self) -> tuple[str, ...] | None:
-        return (self.op,) if isinstance(self.op, str) else self.op
+        return self._ops  # type: ignore[attr-defined]
 
 
 def pat(op: str | tuple[str, ...] | None, *inputs: Pat, name: str | None = None,
@@ -93,15 +96,17 @@ def match(pattern: Pat, node: Node) -> Match | None:
 
 
 def _match(p: Pat, node: Node, bound: Match) -> Iterator[Match]:
-    ops = p.ops()
+    ops = p._ops  # type: ignore[attr-defined]
     if ops is not None and node.op not in ops:
         return
-    if p.name is not None and p.name in bound and bound[p.name] is not node:
+    earlier = bound.get(p.name) if p.name is not None else None
+    if earlier is not None and earlier is not node:
         return
     if p.where is not None and not p.where(node):
         return
-    here = Match(bound)
-    if p.name is not None:
+    here = bound
+    if p.name is not None and earlier is None:
+        here = Match(bound)  # bindings are copied only when they grow, so backtracking stays correct
         here[p.name] = node
     if p.inputs is None:
         yield here
@@ -131,9 +136,12 @@ class Emitter:
         self.options = options
         self.loc = None
 
-    def op(self, name: str, *inputs: Node, **attrs: Any) -> Node:
-        self._builder.loc = self.loc
-        return self._builder.op(name, *inputs, **attrs)
+    def op(self, op_name: str, /, *inputs: Node, regions: Sequence[Graph] = (), **attrs: Any) -> Node:
+        """Append ``op_name(*inputs, **attrs)``, typed by the op table (positional-only name: ops such as
+        ``fused`` have an attr called ``name``)."""
+        regions = tuple(regions)
+        type_ = get_op(op_name).infer(tuple(i.type for i in inputs), attrs, regions)
+        return self._builder.add(Node(op_name, tuple(inputs), type_, attrs, regions, self.loc))
 
     def const(self, value: Any, type_: TensorType | None = None) -> Node:
         self._builder.loc = self.loc
@@ -165,7 +173,7 @@ def rewrite(graph: Graph, rules: Sequence[Rule], options: Mapping[str, Any] | No
     for _ in range(MAX_SWEEPS):
         stats.sweeps += 1
         before = sum(stats.fired.values())
-        graph = _sweep(graph, table, options or {}, cse_key, stats, top=True)
+        graph = _sweep(graph, table, options or {}, cse_key, stats)
         if sum(stats.fired.values()) == before:
             return eliminate_dead(graph)
     raise RuntimeError(f"rewrite rules did not reach a fixed point in {MAX_SWEEPS} sweeps; "
@@ -186,7 +194,7 @@ def _candidates(table: dict[str | None, list[Rule]], op: str) -> list[Rule]:
 
 
 def _sweep(graph: Graph, table: dict[str | None, list[Rule]], options: Mapping[str, Any],
-           cse_key: Callable[[Node], Any] | None, stats: RewriteStats, top: bool) -> Graph:
+           cse_key: Callable[[Node], Any] | None, stats: RewriteStats) -> Graph:
     builder = GraphBuilder()
     emit = Emitter(builder, options)
     mapping: dict[Node, Node] = {}
@@ -199,14 +207,17 @@ def _sweep(graph: Graph, table: dict[str | None, list[Rule]], options: Mapping[s
         try:
             mapping[node] = _visit(node, mapping, builder, emit, table, options, cse_key, seen, stats)
         except Exception as exc:
-            if not hasattr(exc, "jitgraph_node"):
-                exc.jitgraph_node = node  # type: ignore[attr-defined]
-                exc.jitgraph_graph = graph  # type: ignore[attr-defined]
+            if not hasattr(exc, "jitgraph_node"):  # innermost graph wins: the manager prints around this node
+                try:
+                    exc.jitgraph_node = node  # type: ignore[attr-defined]
+                    exc.jitgraph_graph = graph  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
             raise
     outputs = [mapping[o] for o in graph.outputs]
     mutations = [(i, mapping[n]) for i, n in graph.mutations]
-    if top:
-        outputs, mutations = _keep_output_identity(graph, outputs, mutations, emit, stats)
+    # Region bodies too: a loop or cond hands its body's outputs on, possibly to the caller.
+    outputs, mutations = _keep_output_identity(graph, outputs, mutations, emit, stats)
     return builder.build(outputs, mutations)
 
 
@@ -214,11 +225,14 @@ def _visit(node: Node, mapping: dict[Node, Node], builder: GraphBuilder, emit: E
            table: dict[str | None, list[Rule]], options: Mapping[str, Any],
            cse_key: Callable[[Node], Any] | None, seen: dict[Any, Node], stats: RewriteStats) -> Node:
     inputs = tuple(mapping[i] for i in node.inputs)
-    regions = tuple(_sweep(r, table, options, cse_key, stats, top=False) for r in node.regions)
+    regions = tuple(eliminate_dead(_sweep(r, table, options, cse_key, stats)) for r in node.regions)
     current = node
     if inputs != node.inputs or any(a is not b for a, b in zip(regions, node.regions)):
-        type_ = node.type if node.op == "const" else get_op(node.op).infer(tuple(i.type for i in inputs),
-                                                                           node.attrs, regions)
+        # Type rules are pure functions of the operand types: re-infer only when one of those changed (a
+        # rewritten operand may have a new layout), since asking NumPy costs tens of microseconds per node.
+        same = not node.regions and all(a.type == b.type for a, b in zip(inputs, node.inputs))
+        type_ = node.type if same or node.op == "const" else get_op(node.op).infer(
+            tuple(i.type for i in inputs), node.attrs, regions)
         current = Node(node.op, inputs, type_, node.attrs, regions, node.loc)
     keys = []
     in_builder = False
@@ -289,7 +303,10 @@ def borrows(node: Node) -> bool:
 
 def _keep_output_identity(graph: Graph, outputs: list[Node], mutations: list[tuple[int, Node]], emit: Emitter,
                           stats: RewriteStats) -> tuple[list[Node], list[tuple[int, Node]]]:
-    """Re-materialise outputs that a rewrite turned into borrowed memory, or into another output's array."""
+    """Re-materialise outputs that a rewrite turned into borrowed memory, or into another output's array.
+
+    Mutation values get the same treatment: a backend may compute a mutation straight into the caller's buffer,
+    which must not be memory that an output or a constant also owns."""
     claimed: dict[Node, Node] = {}
 
     def fix(old: Node, new: Node) -> Node:
@@ -304,5 +321,7 @@ def _keep_output_identity(graph: Graph, outputs: list[Node], mutations: list[tup
         return new
 
     outputs = [fix(old, new) for old, new in zip(graph.outputs, outputs)]
-    mutations = [(i, fix(old, new)) for (_, old), (i, new) in zip(graph.mutations, mutations)]
-    return outputs, mutations
+    # A mutation that writes an input's own value back into it is a no-op, and is dropped.
+    kept = [(old, i, new) for (_, old), (i, new) in zip(graph.mutations, mutations) if new.op != "input"
+            or new.attrs["index"] != i]
+    return outputs, [(i, fix(old, new)) for old, i, new in kept]

@@ -49,9 +49,12 @@ def _value(node: Node) -> np.ndarray:
     return np.asarray(node.attrs["value"])
 
 
-def _const_is(test: Callable[[np.ndarray], Any]) -> Callable[[Node], bool]:
+def _const_is(test: Callable[[Any], Any]) -> Callable[[Node], bool]:
     def where(node: Node) -> bool:
-        value = _value(node)
+        raw = node.attrs["value"]
+        if isinstance(raw, bool | int | float):  # the common case (literals): skip NumPy's reductions
+            return bool(test(raw))
+        value = np.asarray(raw)
         return value.size > 0 and bool(np.all(test(value)))
 
     return where
@@ -70,7 +73,8 @@ def _scalar_const(target: float) -> Callable[[Node], bool]:
 def _signed_zero(negative: bool) -> Callable[[Node], bool]:
     """A float/complex zero constant whose sign bit (both parts, for complex) is ``negative``."""
 
-    def test(v: np.ndarray) -> Any:
+    def test(v: Any) -> Any:
+        v = np.asarray(v)
         parts = (v.real, v.imag) if v.dtype.kind == "c" else (v,)
         return (v == 0) & np.logical_and.reduce([np.signbit(p) == negative for p in parts])
 

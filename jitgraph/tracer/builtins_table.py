@@ -120,7 +120,7 @@ def _stand_in(tx: TraceContext, value: Any) -> Any:
             return np.empty((0,), t.dtype)
         if value.kind == "scalar":
             return t.dtype.type(0)
-        return float(0) if t.dtype.kind == "f" else int(0)
+        return float(0) if t.dtype.kind == "f" else 0
     return value
 
 
@@ -192,8 +192,15 @@ def _callable(tx: TraceContext, value: Any) -> bool:
     return not isinstance(value, TArray) and callable(value)
 
 
+def _plain(builtin: Any) -> Callable[..., Any]:
+    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+        return _plain_call(tx, builtin, *args, **kwargs)
+
+    return lowering
+
+
 for _fn in (round, divmod, pow, all, any, hash, chr, ord, bin, hex, format):
-    BUILTINS[_fn] = (lambda f: lambda tx, *a, **k: _plain_call(tx, f, *a, **k))(_fn)
+    BUILTINS[_fn] = _plain(_fn)
 
 
 # ---- container methods ----------------------------------------------------------------------------------------

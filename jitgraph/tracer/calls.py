@@ -18,8 +18,16 @@ from jitgraph.tracer import bytecode
 from jitgraph.tracer.arrays import array_attr
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
-from jitgraph.tracer.values import (ArrayMethod, BoundBuiltin, BoundMethod, ExternalCell, TArray, UfuncMethod,
-                                    Yielded, is_plain)
+from jitgraph.tracer.values import (
+    ArrayMethod,
+    BoundBuiltin,
+    BoundMethod,
+    ExternalCell,
+    TArray,
+    UfuncMethod,
+    Yielded,
+    is_plain,
+)
 
 MAX_DEPTH = 48
 
@@ -156,9 +164,8 @@ def bind(tx: TraceContext, fn: types.FunctionType, args: list[Any], kwargs: dict
 
     for name, value in zip(posnames, args):
         locals_[name] = value
-    if len(args) > nargs:
-        if varargs is None:
-            fail(f"takes {nargs} positional arguments but {len(args)} were given")
+    if len(args) > nargs and varargs is None:
+        fail(f"takes {nargs} positional arguments but {len(args)} were given")
     if varargs is not None:
         locals_[varargs] = tuple(args[nargs:])
     extra_kw: dict[str, Any] = {}

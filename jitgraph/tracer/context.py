@@ -131,6 +131,15 @@ class TraceContext:
     def type_of(self, value: TArray) -> TensorType:
         return self.read(value).tensor_type
 
+    def layout(self, value: TArray, steps: int | None = None) -> str:
+        """The physical memory layout of a value (of its first ``steps`` view steps), which writes never change."""
+        from jitgraph.ir.ops import get_op
+
+        t = value.buffer.origin.tensor_type
+        for step in value.path[:steps]:
+            t = get_op(step.op).infer((t,), step.kwargs, ())
+        return t.layout
+
     def view(self, base: TArray, op: str, kind: str = "array", **attrs: Any) -> TArray:
         """A NumPy view of ``base``: same storage, one more step on the path."""
         if base.kind != "array":
@@ -148,7 +157,11 @@ class TraceContext:
         for step in target.path[:-1]:
             nodes.append(self.op(step.op, nodes[-1], **step.kwargs))
         new = value
-        for step, base in zip(reversed(target.path), reversed(nodes)):
+        for k in reversed(range(len(target.path))):
+            step, base = target.path[k], nodes[k]
+            if step.op == "reshape" and self.layout(target, k) != "C":
+                self.graph_break("in-place write through a reshape of a non-contiguous array (NumPy may have "
+                                 "copied); write to the original array instead")
             new = self._write_back(step, base, new)
         target.buffer.node = new
         target.buffer.version += 1
@@ -158,9 +171,6 @@ class TraceContext:
         if step.op == "getitem":
             return self.op("setitem", base, new, spec=attrs["spec"])
         if step.op == "reshape":
-            if base.tensor_type.layout != "C":
-                self.graph_break("in-place write through a reshape of a non-contiguous array (NumPy may have "
-                                 "copied); write to the original array instead")
             return self.op("reshape", new, shape=base.tensor_type.shape)
         if step.op == "transpose":
             inverse = tuple(int(i) for i in np.argsort(attrs["axes"]))
@@ -284,4 +294,4 @@ def is_immutable_module(module: types.ModuleType) -> bool:
     return module.__name__.split(".")[0] in IMMUTABLE_MODULE_PREFIXES
 
 
-__all__ = ["GraphBreak", "TraceContext", "JitgraphError", "is_immutable_module"]
+__all__ = ["GraphBreak", "JitgraphError", "TraceContext", "is_immutable_module"]

@@ -116,8 +116,8 @@ class GuardSet:
         namespace = {"K": self.constants, "ndarray": np.ndarray, "A": args, "KW": kwargs}
         for g in self.guards:
             try:
-                ok = eval(g.code, namespace)  # noqa: S307 - our own generated guard expression
-            except Exception:
+                ok = eval(g.code, namespace)
+            except Exception:  # noqa: BLE001 - a guard that raises is a failed guard
                 ok = False
             if not ok:
                 return g
@@ -130,8 +130,8 @@ class GuardSet:
         if subject.startswith("type(") and subject.endswith(")"):
             subject = subject[5:-1]
         try:
-            value = eval(subject, namespace)  # noqa: S307
-        except Exception as exc:
+            value = eval(subject, namespace)
+        except Exception as exc:  # noqa: BLE001 - only for a message
             return f"<{type(exc).__name__}>"
         if isinstance(value, np.ndarray):
             return f"ndarray shape {value.shape} dtype {value.dtype}"

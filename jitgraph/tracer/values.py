@@ -47,12 +47,19 @@ class Buffer:
     """Storage of one array. ``node`` is its current contents; writes replace it and bump ``version``.
 
     ``input_index`` is set for caller-owned storage (a graph input): its final contents become a graph mutation.
+    ``origin`` is the node the storage was created with: its type's layout is the *physical* layout, which writes
+    never change (NumPy decides view-or-copy from it).
     """
 
     node: Node
     input_index: int | None = None
     version: int = 0
     uid: int = field(default_factory=lambda: next(_buffer_ids))
+    origin: Node | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is None:
+            self.origin = self.node
 
 
 @dataclass(eq=False)
@@ -126,7 +133,7 @@ PLAIN_SCALARS = (int, float, bool, complex, str, bytes, type(None))
 
 def is_plain(value: Any, depth: int = 0) -> bool:
     """True for trace-time data that Python can operate on directly without calling user code."""
-    if isinstance(value, PLAIN_SCALARS) or value is Ellipsis:
+    if isinstance(value, (*PLAIN_SCALARS, np.generic)) or value is Ellipsis:
         return True
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return True

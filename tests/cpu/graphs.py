@@ -51,3 +51,26 @@ def adam(n=64, dtype="float32"):  # noqa: ANN001, ANN201
     p2 = b.op("subtract", p, b.op("divide", b.op("multiply", b.const(lr), mh), b.op("add", b.op("sqrt", vh),
                                                                                        b.const(eps))))
     return b.build([], [(0, p2), (2, m2), (3, v2)])
+
+
+def mlp_forward(batch=8, din=6, hid=5, dtype="float32"):  # noqa: ANN001, ANN201
+    """relu(x @ w1 + b1) @ w2 + b2, then a row softmax: two epilogues, one of them with reductions."""
+    b = GraphBuilder()
+    x = b.input(t((batch, din), dtype), "x")
+    w1 = b.input(t((din, hid), dtype), "w1")
+    b1 = b.input(t((hid,), dtype), "b1")
+    w2 = b.input(t((hid, 3), dtype), "w2")
+    h = b.op("maximum", b.op("add", b.op("matmul", x, w1), b1), b.const(0))
+    z = b.op("matmul", h, w2)
+    m = b.op("max", z, axis=(1,), keepdims=True)
+    e = b.op("exp", b.op("subtract", z, m))
+    return b.build([b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True))])
+
+
+def cuts(n=16, dtype="float32"):  # noqa: ANN001, ANN201
+    """Shapes that must not fuse: a column sum feeding a row-broadcast, and an op with no emitter."""
+    b = GraphBuilder()
+    x = b.input(t((n, n), dtype), "x")
+    s = b.op("sum", b.op("exp", x), axis=(0,), keepdims=True)
+    y = b.op("divide", b.op("exp", x), b.op("sum", x, axis=(1,), keepdims=True))
+    return b.build([b.op("add", b.op("cbrt", y), s)])

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from irtest_util import build_one, check_op
+
 from jitgraph.errors import JitgraphError, TypeInferenceError
 from jitgraph.ir import GraphBuilder, Operand
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from irtest_util import assert_same
+
 from jitgraph.backends import eager
 from jitgraph.ir import GraphBuilder, Node, Operand, SourceLoc, TensorType, eliminate_dead, rebuild, type_of, verify
 
@@ -157,7 +157,7 @@ def _sample_graph() -> tuple[object, list[Node]]:
 
 
 def test_eliminate_dead_keeps_inputs_outputs_and_mutations() -> None:
-    graph, (x, y, s, t, gathered) = _sample_graph()
+    graph, _ = _sample_graph()
     pruned = verify(eliminate_dead(graph))
     assert [n.op for n in pruned.nodes] == ["input", "input", "multiply", "const", "add", "const", "getitem"]
     assert pruned.inputs == graph.inputs and pruned.outputs == graph.outputs and pruned.mutations == graph.mutations
@@ -193,4 +193,4 @@ def test_rebuild_identity_and_replacement() -> None:
     assert_same(out, expected_t[[1, 0]])
     # Kept nodes whose inputs changed are re-created, with their location and attrs.
     assert all(n.op != "add" for n in changed.nodes)
-    assert [n for n in changed.nodes if n.op == "getitem"][0].attrs["spec"] == (Operand(0),)
+    assert next(n for n in changed.nodes if n.op == "getitem").attrs["spec"] == (Operand(0),)

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from irtest_util import assert_same, check_op
+
 from jitgraph.backends import eager
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir import GraphBuilder, Operand, get_op, is_view_node, type_of, verify
@@ -163,7 +163,7 @@ def test_setitem_repeated_indices_last_write_wins() -> None:
     x = np.zeros(5, np.int64)
     idx = np.array([1, 3, 1, 1, 3])
     values = np.array([10, 20, 30, 40, 50])
-    graph, node = setitem_graph("setitem", x, values, (Operand(0),), (idx,))
+    graph, _ = setitem_graph("setitem", x, values, (Operand(0),), (idx,))
     (got,) = eager.run(graph, [x, values, idx])
     expected = x.copy()
     expected[idx] = values

@@ -9,6 +9,7 @@ requires a ``TypeInferenceError`` carrying NumPy's own exception type.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,10 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, assert_same, check_op, sample
+
 from jitgraph.backends import eager
-from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TensorType, TupleType, type_of, verify
+from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TupleType, type_of, verify
 from jitgraph.ir.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 
 
@@ -38,7 +39,7 @@ CUSTOM: dict[str, Callable[[], None]] = {}  # ops whose test is not a one-node N
 def cases_for(*names: str) -> Callable[[Callable[..., Iterator[Case]]], Callable[..., Iterator[Case]]]:
     def register(gen: Callable[..., Iterator[Case]]) -> Callable[..., Iterator[Case]]:
         for name in names:
-            CASES[name] = (lambda n: lambda rng: gen(n, rng))(name)
+            CASES[name] = functools.partial(gen, name)
         return gen
 
     return register

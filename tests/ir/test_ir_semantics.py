@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from irtest_util import assert_same, assert_type_matches, check_op
+
 from jitgraph.backends import eager
 from jitgraph.ir import GraphBuilder, TensorType, type_of, verify
 

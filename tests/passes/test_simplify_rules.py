@@ -43,7 +43,7 @@ CASES = [
     Case("one_times_x", lambda b, x: b.op("exp", b.op("multiply", b.const(np.ones(3, np.float32)), x)),
          (f32(2, 3),), """
         %0 = input[x0] : f32[2,3]
-        %1 = const(f32[1.,1.,1.]) : f32[3]
+        %1 = const(f32[1.0,1.0,1.0]) : f32[3]
         %2 = multiply(%1, %0) : f32[2,3]
         %3 = exp(%2) : f32[2,3]
         return %3

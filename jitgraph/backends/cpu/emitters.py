@@ -44,6 +44,7 @@ class EmitContext:
     out_dtype: np.dtype
     math: str  # "fast" or "libm"
     math_table: dict[tuple[str, str], object] | None
+    used_math: set[tuple[str, str]]
 
     @property
     def loop(self) -> tuple[np.dtype, ...]:
@@ -52,7 +53,9 @@ class EmitContext:
         if not isinstance(ufunc, np.ufunc):
             return self.in_dtypes + (self.out_dtype,)
         types = [t.proto().__class__ if t.weak else t.dtype for t in (i.type for i in self.node.inputs)]
-        return tuple(ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout))
+        loop = ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout)
+        # Kernels have no float16; a float16 loop only appears for predicates (isnan of uint8), exact in float32.
+        return tuple(np.dtype(np.float32) if d == np.float16 else d for d in loop)
 
 
 Emitter = Callable[[Sequence[str], EmitContext], str]
@@ -71,6 +74,7 @@ def math_call(name: str, ctx: EmitContext) -> str:
     """The callable for a float math function in ``ctx.out_dtype``: the vector library's, else libm's."""
     key = (name, ctx.out_dtype.name)
     if ctx.math == "fast" and ctx.math_table and key in ctx.math_table:
+        ctx.used_math.add(key)
         return f"VM_{name}_{ctx.out_dtype.name}"
     return MATH_FUNCS[name]
 
@@ -196,7 +200,7 @@ def _divmod(args: Sequence[str], ctx: EmitContext) -> str:
     if ctx.loop[0] == np.dtype(bool):
         raise UnsupportedError(f"{ctx.node.op} on booleans has no kernel emitter")
     if ctx.node.op == "fmod":
-        return f"math.fmod({a}, {b})" if kind == "float" else f"jg_fmod_int({a}, {b})"
+        return f"np.fmod({a}, {b})" if kind == "float" else f"jg_fmod_int({a}, {b})"
     fn = "floordiv" if ctx.node.op == "floor_divide" else "mod"
     return f"jg_{fn}_{kind}({a}, {b})"
 
@@ -223,6 +227,7 @@ def _power(args: Sequence[str], ctx: EmitContext) -> str:
         return f"{math_call('sqrt', ctx)}({a})"
     key = ("power", ctx.out_dtype.name)
     if ctx.math == "fast" and ctx.math_table and key in ctx.math_table:
+        ctx.used_math.add(key)
         return f"VM_power_{ctx.out_dtype.name}({a}, {b})"
     return f"({a} ** {b})"
 

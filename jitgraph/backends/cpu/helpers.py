@@ -50,7 +50,7 @@ def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
 def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
     if b == 0:
         return a / b
-    mod = math.fmod(a, b)
+    mod = np.fmod(a, b)
     div = (a - mod) / b
     if mod != 0:
         if (b < 0) != (mod < 0):
@@ -67,8 +67,8 @@ def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
 @_inline
 def jg_mod_float(a, b):  # noqa: ANN001, ANN201
     if b == 0:
-        return math.fmod(a, b)
-    mod = math.fmod(a, b)
+        return np.fmod(a, b)
+    mod = np.fmod(a, b)
     if mod != 0:
         if (b < 0) != (mod < 0):
             mod += b
@@ -111,10 +111,12 @@ def jg_min_acc(acc, v):  # noqa: ANN001, ANN201
 @_inline
 def jg_sign(a):  # noqa: ANN001, ANN201
     if a > 0:
-        return a - a + 1
+        return 1
     if a < 0:
-        return a - a - 1
-    return a - a if a == a else a
+        return -1
+    if a == 0:
+        return 0
+    return a  # NaN
 
 
 @_inline

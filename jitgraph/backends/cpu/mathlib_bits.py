@@ -29,8 +29,22 @@ from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
 __all__ = [
-    "biased_exponent", "copysign", "fabs", "fdiv", "fma", "fmuladd", "floor", "frexp_sqrt2", "polyval",
-    "polyval_select", "pow2", "rint", "scale_pow2", "select", "sqrt", "target_has_fma",
+    "biased_exponent",
+    "copysign",
+    "fabs",
+    "fdiv",
+    "floor",
+    "fma",
+    "fmuladd",
+    "frexp_sqrt2",
+    "polyval",
+    "polyval_select",
+    "pow2",
+    "rint",
+    "scale_pow2",
+    "select",
+    "sqrt",
+    "target_has_fma",
 ]
 
 # Bit layout per float width: (integer type, mantissa bits, exponent bias).
@@ -52,7 +66,7 @@ def target_has_fma() -> bool:
     return bool(llvm.get_host_cpu_features().get("fma", False))
 
 
-def _float_type(*tys: types.Type) -> types.Float:
+def float_operand_type(*tys: types.Type) -> types.Float:
     """The one float type shared by all operands, or a TypingError naming the mix (e.g. a float64 leak)."""
     first = tys[0]
     if not isinstance(first, types.Float) or any(t != first for t in tys):
@@ -60,7 +74,7 @@ def _float_type(*tys: types.Type) -> types.Float:
     return first
 
 
-def _call_llvm(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+def call_float_intrinsic(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
     """Call an overloaded LLVM intrinsic such as ``llvm.rint`` on scalar float operands."""
     ty = args[0].type
     suffix = "f32" if isinstance(ty, ir.FloatType) else "f64"
@@ -73,10 +87,10 @@ def _unary(name: str):
     """Define an intrinsic ``f(x) -> x`` that maps to the overloaded LLVM intrinsic ``name``."""
 
     def typer(typingctx, x):
-        ty = _float_type(x)
+        ty = float_operand_type(x)
 
         def codegen(context, builder, sig, args):
-            return _call_llvm(builder, name, list(args))
+            return call_float_intrinsic(builder, name, list(args))
 
         return ty(ty), codegen
 
@@ -95,10 +109,10 @@ sqrt.__doc__ = "IEEE square root (correctly rounded, sqrt(-x) = nan); lowers to 
 @intrinsic
 def copysign(typingctx, mag, sgn):
     """``|mag|`` with the sign bit of ``sgn``; keeps -0.0 and nan signs exact, unlike a comparison."""
-    ty = _float_type(mag, sgn)
+    ty = float_operand_type(mag, sgn)
 
     def codegen(context, builder, sig, args):
-        return _call_llvm(builder, "llvm.copysign", list(args))
+        return call_float_intrinsic(builder, "llvm.copysign", list(args))
 
     return ty(ty, ty), codegen
 
@@ -106,10 +120,10 @@ def copysign(typingctx, mag, sgn):
 @intrinsic
 def fmuladd(typingctx, a, b, c):
     """``a*b + c``, fused into one FMA where the target has it (LLVM's choice); for polynomial evaluation."""
-    ty = _float_type(a, b, c)
+    ty = float_operand_type(a, b, c)
 
     def codegen(context, builder, sig, args):
-        return _call_llvm(builder, "llvm.fmuladd", list(args))
+        return call_float_intrinsic(builder, "llvm.fmuladd", list(args))
 
     return ty(ty, ty, ty), codegen
 
@@ -123,13 +137,13 @@ def polyval(typingctx, x, coeffs):
     """
     if not isinstance(coeffs, types.UniTuple) or coeffs.dtype != x:
         raise TypingError(f"polyval(x, coeffs) needs a tuple of {x} coefficients, got {coeffs}")
-    _float_type(x)
+    float_operand_type(x)
 
     def codegen(context, builder, sig, args):
         xv, cv = args
         acc = builder.extract_value(cv, coeffs.count - 1)
         for i in range(coeffs.count - 2, -1, -1):
-            acc = _call_llvm(builder, "llvm.fmuladd", [acc, xv, builder.extract_value(cv, i)])
+            acc = call_float_intrinsic(builder, "llvm.fmuladd", [acc, xv, builder.extract_value(cv, i)])
         return acc
 
     return x(x, coeffs), codegen
@@ -153,7 +167,7 @@ def polyval_select(typingctx, x, cond, coeffs_true, coeffs_false):
 
         acc = coeff(coeffs_true.count - 1)
         for i in range(coeffs_true.count - 2, -1, -1):
-            acc = _call_llvm(builder, "llvm.fmuladd", [acc, xv, coeff(i)])
+            acc = call_float_intrinsic(builder, "llvm.fmuladd", [acc, xv, coeff(i)])
         return acc
 
     return x(x, cond, coeffs_true, coeffs_false), codegen
@@ -162,10 +176,10 @@ def polyval_select(typingctx, x, cond, coeffs_true, coeffs_false):
 @intrinsic
 def fma(typingctx, a, b, c):
     """``a*b + c`` with a single rounding, always: error-free products rely on it (see ``target_has_fma``)."""
-    ty = _float_type(a, b, c)
+    ty = float_operand_type(a, b, c)
 
     def codegen(context, builder, sig, args):
-        return _call_llvm(builder, "llvm.fma", list(args))
+        return call_float_intrinsic(builder, "llvm.fma", list(args))
 
     return ty(ty, ty, ty), codegen
 
@@ -173,7 +187,7 @@ def fma(typingctx, a, b, c):
 @intrinsic
 def fdiv(typingctx, a, b):
     """IEEE ``a / b`` without numba's zero-divisor check (which would raise and stop vectorisation)."""
-    ty = _float_type(a, b)
+    ty = float_operand_type(a, b)
 
     def codegen(context, builder, sig, args):
         return builder.fdiv(args[0], args[1])
@@ -220,7 +234,7 @@ def _float_ir(bits: int) -> ir.Type:
 @intrinsic
 def pow2(typingctx, k):
     """``2**k`` for an integral float ``k`` in the normal exponent range (float32: -126..127)."""
-    ty = _float_type(k)
+    ty = float_operand_type(k)
 
     def codegen(context, builder, sig, args):
         return _pow2_bits(builder, _to_int(builder, args[0], ty.bitwidth), ty.bitwidth)
@@ -236,7 +250,7 @@ def scale_pow2(typingctx, x, k):
     denormals or exact zeros (exp(-inf) must be 0, not ~1e-38, for attention masks), with no branch: the first
     product is exact, only the second rounds.
     """
-    ty = _float_type(x, k)
+    ty = float_operand_type(x, k)
     bits = ty.bitwidth
 
     def codegen(context, builder, sig, args):
@@ -258,7 +272,7 @@ def frexp_sqrt2(typingctx, x):
     the bits of sqrt(1/2) makes the exponent field carry exactly when the mantissa passes sqrt(2).
     Zero, negative, denormal, inf and nan inputs give meaningless (but defined) values; callers select those away.
     """
-    ty = _float_type(x)
+    ty = float_operand_type(x)
     bits = ty.bitwidth
 
     def codegen(context, builder, sig, args):
@@ -280,7 +294,7 @@ def frexp_sqrt2(typingctx, x):
 @intrinsic
 def biased_exponent(typingctx, x):
     """The raw exponent field of ``x`` as an intp (0 for zero/denormals), for indexing per-exponent tables."""
-    ty = _float_type(x)
+    ty = float_operand_type(x)
     bits = ty.bitwidth
 
     def codegen(context, builder, sig, args):

@@ -81,9 +81,8 @@ class FloatSpec:
     ftype: type  # np.float32 / np.float64: casts inside kernels and typed constants
     precision: int  # significand bits including the implicit one
     max_exponent: int  # largest unbiased exponent of a finite value
-    dekker_splitter: int  # 2**ceil(p/2) + 1, for FMA-free exact products
 
-    def const(self, value: Fraction | float | int):
+    def const(self, value: Fraction | float):
         """``value`` correctly rounded to this format, as a NumPy scalar (numba types it exactly)."""
         return self.ftype(float(round_sig(Fraction(value), self.precision)))
 
@@ -96,8 +95,8 @@ class FloatSpec:
         return tuple(self.ftype(c) for c in table[self.name])
 
 
-F32 = FloatSpec("float32", np.float32, 24, 127, 2**12 + 1)
-F64 = FloatSpec("float64", np.float64, 53, 1023, 2**27 + 1)
+F32 = FloatSpec("float32", np.float32, 24, 127)
+F64 = FloatSpec("float64", np.float64, 53, 1023)
 
 
 # --- fitted polynomials (ascending powers) ------------------------------------------------------------------------

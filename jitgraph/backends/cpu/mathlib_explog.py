@@ -26,10 +26,19 @@ import numba
 import numpy as np
 
 from jitgraph.backends.cpu.mathlib_bits import (
-    copysign, fabs, fdiv, frexp_sqrt2, fmuladd, polyval, pow2, rint, scale_pow2, select,
+    copysign,
+    fabs,
+    fdiv,
+    fmuladd,
+    frexp_sqrt2,
+    polyval,
+    pow2,
+    rint,
+    scale_pow2,
+    select,
 )
-from jitgraph.backends.cpu.mathlib_consts import EXPM1_P, LN2, LOG_R, FloatSpec, round_sig
-from jitgraph.backends.cpu.mathlib_dd import fast_two_sum, make_two_prod, two_sum
+from jitgraph.backends.cpu.mathlib_consts import EXPM1_P, LN2, LOG_R, FloatSpec
+from jitgraph.backends.cpu.mathlib_dd import fast_two_sum, two_prod, two_sum
 
 _inline = numba.njit(inline="always")
 
@@ -38,7 +47,7 @@ def build_explog(s: FloatSpec) -> dict:
     """The exp/log family for one float format, plus the internal helpers other families reuse.
 
     Returns a dict with the public functions (``exp``, ``expm1``, ``log``, ``log1p``, ``power``) and the helpers
-    ``exp_reduce``, ``exp_dd``, ``log_dd``.
+    ``exp_reduce``, ``exp_dd``, ``exp_dd_parts``, ``log_dd``.
     """
     ft = s.ftype
     p = s.precision
@@ -62,9 +71,6 @@ def build_explog(s: FloatSpec) -> dict:
     two_thirds_hi, two_thirds_lo = s.split(Fraction(2, 3))
     log_r = s.coeffs(LOG_R)
     log_t = (two_thirds_hi,) + log_r  # T(z)/z = 2/3 + z R(z): the plain log folds 2/3 into the polynomial
-    ln2_dd_hi, ln2_dd_lo = s.split(LN2, p - k_bits)
-    two_prod = make_two_prod(s)
-    assert round_sig(Fraction(float(ln2_dd_hi)), p - k_bits) == Fraction(float(ln2_dd_hi))
 
     @_inline
     def exp_reduce(hi, lo):
@@ -82,13 +88,21 @@ def build_explog(s: FloatSpec) -> dict:
         return scale_pow2(em1 + one, k)
 
     @_inline
-    def exp_dd(hi, lo):
-        """exp(hi + lo) for a double-word argument; ``lo`` is ignored when ``hi`` saturates (it may be nan then)."""
+    def exp_dd_parts(hi, lo):
+        """``(em1, k)`` with exp(hi + lo) = (1 + em1) * 2**k: lets callers fold a factor f into the mantissa as
+        ``fmuladd(f, em1, f)`` before the one rounding of ``scale_pow2`` (a denormal exp times a factor would be
+        rounded twice). ``lo`` is ignored when ``hi`` saturates, so it may be nan then."""
         in_range = (hi < exp_hi) & (hi > exp_lo)
         lo = select(in_range, lo, zero)
         hc = select(hi > exp_hi, exp_hi, hi)
         hc = select(hc < exp_lo, exp_lo, hc)
         em1, k = exp_reduce(hc, lo)
+        return select(hi < exp_lo, -one, em1), k  # exp = 0 exactly, also after scaling by a huge factor
+
+    @_inline
+    def exp_dd(hi, lo):
+        """exp(hi + lo) for a double-word argument."""
+        em1, k = exp_dd_parts(hi, lo)
         return scale_pow2(em1 + one, k)
 
     @_inline
@@ -164,9 +178,9 @@ def build_explog(s: FloatSpec) -> dict:
         c_hi, c_lo = two_prod(s3_hi, w_hi)
         c_lo = c_lo + (s3_hi * w_lo + s3_lo * w_hi)
         # e ln2 + 2s + c, summed exactly in the high parts.
-        h1, e1 = two_sum(e * ln2_dd_hi, two * s_hi)
+        h1, e1 = two_sum(e * ln2_hi, two * s_hi)
         h2, e2 = two_sum(h1, c_hi)
-        lo = e1 + e2 + (e * ln2_dd_lo + two * s_lo + c_lo)
+        lo = e1 + e2 + (e * ln2_lo + two * s_lo + c_lo)
         return fast_two_sum(h2, lo)
 
     @_inline
@@ -180,14 +194,13 @@ def build_explog(s: FloatSpec) -> dict:
         t_hi, t_lo = two_prod(y, l_hi)
         t_lo = t_lo + y * l_lo
         magnitude = exp_dd(t_hi, t_lo)  # over/underflow, the zero and infinite bases all follow from exp
-        y_integral = rint(y) == y  # true for +-inf: those are even for the sign rule, as in C99
-        y_odd = y_integral & (rint(y * half) != y * half)
-        result = select((x < zero) & y_odd, -magnitude, magnitude)
-        result = select(((x == zero) | (x == -inf)) & y_odd, copysign(magnitude, x), result)
-        negative_finite = (x < zero) & (x > -inf)
-        result = select(negative_finite & ~y_integral & (y == y), nan, result)
+        # Sign and domain: an odd integral y keeps the sign of x (including -0.0 and -inf); a finite negative x with
+        # a non-integral y has no real power. +-inf count as even integers, as in C99 (pow(-2, inf) = inf).
+        y_odd = (rint(y) == y) & (rint(y * half) != y * half)
+        result = select((copysign(one, x) < zero) & y_odd, -magnitude, magnitude)
+        result = select((x < zero) & (x > -inf) & (rint(y) != y), nan, result)
         unit = (y == zero) | (x == one) | ((a == one) & (fabs(y) == inf))
         return select(unit, one, result)
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "power": power,
-            "exp_reduce": exp_reduce, "exp_dd": exp_dd, "log_dd": log_dd}
+            "exp_reduce": exp_reduce, "exp_dd": exp_dd, "exp_dd_parts": exp_dd_parts, "log_dd": log_dd}

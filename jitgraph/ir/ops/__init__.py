@@ -90,4 +90,4 @@ def is_view_node(node: Any) -> bool:
 
 
 # Registration happens on import; the order only affects listing order.
-from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation, region, control  # noqa: E402,F401
+from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation, region, control  # noqa: F401, I001

@@ -31,8 +31,9 @@ BINARY_UFUNCS = (
 
 def _infer_with(fn: Callable[..., Any], name: str, strong: bool) -> Callable[..., TensorType]:
     def infer(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
-        shape = broadcast([t.shape for t in types if not t.weak], name)
+        # dtypes first: NumPy resolves the loop before broadcasting, so that is the error it raises for both
         dtype = ask_numpy(lambda *xs: fn(*xs, **attrs), types, name)
+        shape = broadcast([t.shape for t in types if not t.weak], name)
         # Python scalars in, Python scalar out (``lr * 0.5``: Python's operator semantics); ``strong`` ops make a
         # NumPy value even from Python scalars (``np.float32(lr)`` is float32 and stays float32).
         weak = not strong and all(t.weak for t in types) and dtype.kind in "iufc"

@@ -128,10 +128,10 @@ def _infer_getitem(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -
     shape = index_shape(x.shape, attrs["spec"], tuple(operands))
     if not getitem_is_view(types, attrs):
         layout = "C"
-    elif shape == x.shape:
-        layout = x.layout
+    elif all(e is Ellipsis or e == slice(None) or e == slice(None, None, 1) for e in attrs["spec"]):
+        layout = x.layout  # x[...], x[:]: the same memory, the same promise
     else:
-        layout = "S"
+        layout = "S"  # even a same-shape view may be reversed (x[::-1]) or stepped
     return TensorType(shape, x.dtype, layout=layout)
 
 

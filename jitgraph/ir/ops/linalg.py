@@ -93,7 +93,7 @@ def _infer_outer(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> 
 
 
 def _infer_einsum(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
-    terms, rhs, sizes = parse_einsum(attrs["subscripts"], [t.shape for t in types])
+    _, rhs, sizes = parse_einsum(attrs["subscripts"], [t.shape for t in types])
     dtype = ask_numpy(lambda *xs: np.einsum(attrs["subscripts"], *xs),
                       [t.with_(shape=(1,) * t.ndim) for t in types], "einsum")
     return TensorType(tuple(sizes[c] for c in rhs), dtype)

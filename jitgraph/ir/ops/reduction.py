@@ -34,7 +34,7 @@ def _infer_reduction(name: str, fn: Callable[..., Any]) -> Callable[..., TensorT
     def infer(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
         (t,) = types
         axes = normalize_axes(attrs.get("axis"), t.ndim, name)
-        if name in IDENTITY_FREE and any(t.shape[a] == 0 for a in axes):
+        if name in IDENTITY_FREE and any(t.shape[a] == 0 for a in axes if a < t.ndim):
             err = ValueError(f"zero-size array to reduction operation {name} which has no identity")
             raise type_error(f"{name}: {err}", err)
         extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
@@ -72,6 +72,8 @@ def _infer_arg(name: str, fn: Callable[..., Any]) -> Callable[..., TensorType]:
             shape = (1,) * t.ndim if keepdims else ()
         else:
             (a,) = normalize_axes(axis, t.ndim, name)
+            if t.ndim == 0:  # NumPy accepts axis 0/-1 on a 0-d array and returns a scalar
+                return TensorType((), np.dtype(np.intp))
             if t.shape[a] == 0:
                 err = ValueError(f"attempt to get {name} of an empty sequence")
                 raise type_error(f"{name}: {err}", err)

@@ -60,7 +60,8 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> tu
     out = []
     for a in axes:
         a = int(a)
-        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+        valid = a in (0, -1) if ndim == 0 else -ndim <= a < ndim  # NumPy lets a 0-d array reduce over axis 0/-1
+        if not valid:
             err = np.exceptions.AxisError(a, ndim)
             raise type_error(f"{what}: {err}", err)
         out.append(a % ndim if ndim else 0)

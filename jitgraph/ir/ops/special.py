@@ -5,11 +5,11 @@ from __future__ import annotations
 from jitgraph.ir.ops import Op, OpKind, define
 
 
-def _no_infer(types, attrs, regions):  # noqa: ANN001, ANN202 - built by GraphBuilder directly
+def _no_infer(types, attrs, regions):  # built by GraphBuilder directly, never through the op table
     raise TypeError("input/const nodes are created by GraphBuilder.input/const, not GraphBuilder.op")
 
 
-def _infer_tuple_get(types, attrs, regions):  # noqa: ANN001, ANN202
+def _infer_tuple_get(types, attrs, regions):
     return types[0].elements[attrs["index"]]
 
 

@@ -67,15 +67,15 @@ def generate(graph: Graph, options: Mapping[str, Any] | None = None) -> Emitter:
     outs = em.emit_graph(graph, 1, mutated)
     scope = em._last_scope
     results = []
+    final = {value for _, value in graph.mutations}
     for k, (node, expr) in enumerate(zip(graph.outputs, outs)):
-        if is_array(node) and scope.roots.get(node, frozenset()) & mutated:
+        if is_array(node) and node not in final and scope.roots.get(node, frozenset()) & mutated:
             em.write(1, f"out{k} = {expr}.copy()")  # detach from a caller buffer written below
             expr = f"out{k}"
         results.append(expr)
     for index, value in graph.mutations:
         target = graph.inputs[index]
-        if em.var[value] == em.var[target] and scope.roots.get(value) == frozenset({target}) \
-                and value not in scope.view:
+        if scope.roots.get(value) == frozenset({target}) and value not in scope.view:
             continue  # already updated in place
         src = em.var[value]
         if scope.roots.get(value, frozenset()) & mutated:

@@ -40,16 +40,33 @@ def _const(node: Node) -> int | None:
     return None
 
 
-def independent(node: Node) -> Verdict:
-    """Whether the iterations of ``loop`` node ``node`` are provably independent, and why (or why not)."""
+def nonneg(node: Node, known: frozenset[Node] | set[Node] = frozenset()) -> bool:
+    """A conservative proof that an integer scalar is >= 0: constants, unsigned values, ``known`` facts (the
+    induction variables of enclosing loops that count up from a non-negative start) and sums/products of those."""
+    if node in known:
+        return True
+    value = _const(node)
+    if value is not None:
+        return value >= 0
+    if getattr(node.type, "dtype", None) is not None and node.type.dtype.kind in "ub":  # type: ignore[union-attr]
+        return True
+    if node.op in ("add", "multiply", "maximum", "bitwise_and"):
+        return all(nonneg(i, known) for i in node.inputs)
+    return False
+
+
+def independent(node: Node, known_nonneg: frozenset[Node] | set[Node] = frozenset()) -> Verdict:
+    """Whether the iterations of ``loop`` node ``node`` are provably independent, and why (or why not).
+
+    ``known_nonneg``: values of the enclosing graph proven >= 0 by the caller (enclosing induction variables).
+    """
     if node.op != "loop":
         return Verdict(False, f"{node.op} is not a counted loop")
     start, _, step = node.inputs[:3]
     if _const(step) != 1:
         return Verdict(False, "the step is not the constant 1")
-    first = _const(start)
-    if first is None or first < 0:
-        return Verdict(False, "the start is not a constant >= 0 (a negative index would wrap around)")
+    if not nonneg(start, known_nonneg):
+        return Verdict(False, "the start is not provably >= 0 (a negative index would wrap around)")
     body = node.regions[0]
     k = node.attrs["carried"]
     if k == 0:
@@ -90,9 +107,8 @@ def _chain(graph: Graph, start: Node, end: Node, out_index: int, induction: set[
     member = start
     while True:
         nxt = None
-        if member in graph.outputs:
-            if member is not end or list(graph.outputs).count(member) != 1:
-                return "a version of it is returned as another loop-carried value"
+        if member in graph.outputs and (member is not end or list(graph.outputs).count(member) != 1):
+            return "a version of it is returned as another loop-carried value"
         for user in users.get(member, []):
             if user.op == "getitem" and user.inputs[0] is member and member not in user.inputs[1:]:
                 if not _access_ok(user, induction, dim):

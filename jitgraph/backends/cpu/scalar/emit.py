@@ -63,6 +63,9 @@ class _Scope:
         self.view: set[Node] = set()
         self.members: dict[Node, list[Node]] = {}
         self.owned: set[Node] = set()
+        from jitgraph.backends.cpu.scalar.fuse import plan_inline
+
+        self.inline: set[Node] = plan_inline(graph)
         for n in graph.inputs:
             if is_array(n):
                 self.fresh(n, n in owned_inputs)
@@ -111,6 +114,11 @@ class Emitter:
         self.serial_reasons: dict[Node, str] = {}
         self.scope: _Scope
         self.in_prange = False
+        self.loop_depth = 0  # enclosing loop/while regions of the node being emitted
+        self.nonneg: set[Node] = set()
+        self.upper: dict[Node, int] = {}
+        self.prange_flag: str | None = None  # the error flag of the prange body being emitted
+        self.flag_used = False  # exclusive upper bounds of integer scalars (induction variables)  # integer scalars proven >= 0 (for the dependence test)
 
     # ------------------------------------------------------------------ helpers
     def vname(self, node: Node) -> str:
@@ -185,24 +193,30 @@ def _const(em: Emitter, node: Node, indent: int) -> str | None:
     return None
 
 
-def _elementwise(em: Emitter, node: Node, indent: int) -> str:
+def cast_text(expr: str, t: TensorType, dtype: np.dtype, scalar: bool) -> str:
+    if t.dtype == dtype:
+        return expr
+    return f"{dtype_ctor(dtype)}({expr})" if scalar else f"{expr}.astype({dtype_ctor(dtype)})"
+
+
+def elementwise_text(node: Node, operands: list[tuple[str, TensorType]], scalar: bool) -> str:
+    """The expression for one elementwise node on already-formatted operands (scalar or whole-array form)."""
     t = node.tensor_type
-    ins = list(node.inputs)
-    scalar = t.shape == ()
     if node.op == "copy":
-        return em.var[ins[0]] if scalar else f"{em.var[ins[0]]}.copy()"
+        return operands[0][0] if scalar else f"{operands[0][0]}.copy()"
     if node.op == "astype":
-        return em.cast(ins[0], t.dtype) if scalar else f"{em.var[ins[0]]}.astype({dtype_ctor(t.dtype)})"
+        text, typ = operands[0]
+        return cast_text(text, typ, t.dtype, scalar) if scalar else f"{text}.astype({dtype_ctor(t.dtype)})"
     if node.op == "where":
-        c, x, y = em.var[ins[0]], em.cast(ins[1], t.dtype), em.cast(ins[2], t.dtype)
+        c, x, y = operands[0][0], *(cast_text(e, typ, t.dtype, scalar) for e, typ in operands[1:])
         return f"({x} if {c} else {y})" if scalar else f"np.where({c}, {x}, {y})"
     if node.op == "clip":
-        x, lo, hi = (em.cast(i, t.dtype) for i in ins)
+        x, lo, hi = (cast_text(e, typ, t.dtype, scalar) for e, typ in operands)
         return f"min(max({x}, {lo}), {hi})" if scalar else f"np.clip({x}, {lo}, {hi})"
     ufunc = getattr(np, node.op)
-    key = tuple(python_type(i.tensor_type.dtype) if i.tensor_type.weak else i.tensor_type.dtype for i in ins)
+    key = tuple(python_type(typ.dtype) if typ.weak else typ.dtype for _, typ in operands)
     loop = ufunc.resolve_dtypes(key + (None,) * ufunc.nout)
-    args = [em.cast(i, dt) for i, dt in zip(ins, loop)]
+    args = [cast_text(e, typ, dt, scalar or typ.shape == ()) for (e, typ), dt in zip(operands, loop)]
     if node.op in BINARY:
         return f"({args[0]} {BINARY[node.op]} {args[1]})"
     if scalar and node.op in ("logical_not", "invert") and t.dtype.kind == "b":
@@ -216,7 +230,19 @@ def _elementwise(em: Emitter, node: Node, indent: int) -> str:
     return f"np.{node.op}({', '.join(args)})"
 
 
-def _reduction(em: Emitter, node: Node, indent: int) -> str:
+def _elementwise(em: Emitter, node: Node, indent: int) -> str | None:
+    if node in em.scope.inline:
+        return None  # computed inside its consumer's loop nest
+    if fuse.fusable(node):
+        fuse.emit_map(em, node, indent)
+        return None
+    return elementwise_text(node, [(em.var[i], i.tensor_type) for i in node.inputs], node.tensor_type.shape == ())
+
+
+def _reduction(em: Emitter, node: Node, indent: int) -> str | None:
+    if fuse.reducible(node):
+        fuse.emit_reduce(em, node, indent)
+        return None
     (x,) = node.inputs
     xt = x.tensor_type
     attrs = dict(node.attrs)
@@ -250,13 +276,13 @@ def _linalg(em: Emitter, node: Node, indent: int) -> str:
     raise UnsupportedError(f"{node.op} of {shapes[0]}-D by {shapes[1]}-D arrays is not supported in loop bodies")
 
 
-def index_text(em: Emitter, spec: tuple, operands: tuple[Node, ...]) -> str:
+def index_text(em: Emitter, spec: tuple, operands: tuple[Node, ...], safe: dict[Node, str] | None = None) -> str:
     from jitgraph.ir.printer import format_value
 
     parts = []
     for e in spec:
         if isinstance(e, Operand):
-            parts.append(em.var[operands[e.k]])
+            parts.append((safe or {}).get(operands[e.k]) or em.var[operands[e.k]])
         elif e is None:
             parts.append("None")
         elif isinstance(e, slice):
@@ -270,7 +296,8 @@ def _getitem(em: Emitter, node: Node, indent: int) -> str | None:
     x, *ops = node.inputs
     if any(is_array(o) for o in ops):
         raise UnsupportedError("advanced (integer-array) indexing is not supported in loop bodies")
-    text = f"{em.var[x]}[{index_text(em, node.attrs['spec'], tuple(ops))}]"
+    safe = bounds.check(em, x, node.attrs["spec"], tuple(ops), indent)
+    text = f"{em.var[x]}[{index_text(em, node.attrs['spec'], tuple(ops), safe)}]"
     if not is_array(node):
         return text
     name = em.vname(node)
@@ -287,6 +314,7 @@ def _setitem(em: Emitter, node: Node, indent: int) -> None:
     xt = x.tensor_type
     if xt.shape == ():
         raise UnsupportedError("setitem of a 0-d array is not supported in loop bodies")
+    safe = bounds.check(em, x, node.attrs["spec"], tuple(ops), indent)
     target = em.var[x]
     if em.scope.dead_after(x, node):
         em.var[node] = target
@@ -296,7 +324,12 @@ def _setitem(em: Emitter, node: Node, indent: int) -> None:
         em.write(indent, f"{target} = {em.var[x]}.copy()")
         em.var[node] = target
         em.scope.fresh(node, owned=True)
-    em.write(indent, f"{target}[{index_text(em, node.attrs['spec'], tuple(ops))}] = {em.cast(value, xt.dtype)}")
+    if is_array(value) or any(isinstance(e, slice) or e is Ellipsis for e in node.attrs["spec"]) \
+            or len(node.attrs["spec"]) < xt.ndim:
+        fuse.emit_store(em, target, node, indent, safe)
+    else:
+        index = index_text(em, node.attrs["spec"], tuple(ops), safe)
+        em.write(indent, f"{target}[{index}] = {em.cast(value, xt.dtype)}")
 
 
 def _view(em: Emitter, node: Node, indent: int) -> None:
@@ -338,7 +371,8 @@ def _tuple_get(em: Emitter, node: Node, indent: int) -> None:
             em.scope.fresh(node, owned == "owned", also=roots)
 
 
-from jitgraph.backends.cpu.scalar import regions as _regions  # noqa: E402  (regions need Emitter and helpers)
+from jitgraph.backends.cpu.scalar import bounds, fuse
+from jitgraph.backends.cpu.scalar import regions as _regions
 
 EMITTERS: dict[str, Handler] = {
     "const": _const, "getitem": _getitem, "setitem": _setitem, "tuple_get": _tuple_get,

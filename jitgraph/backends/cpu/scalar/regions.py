@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jitgraph.backends.cpu.scalar.depend import Verdict, independent
+from jitgraph.backends.cpu.scalar import bounds
+from jitgraph.backends.cpu.scalar.depend import Verdict, independent, nonneg
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import trip_count
 
@@ -36,11 +37,18 @@ def _carry_in(em: Emitter, node: Node, inits: tuple[Node, ...], names: list[str]
     return donated
 
 
-def _carry_out(em: Emitter, body: Graph, names: list[str], outs: list[str], scope: _Scope, indent: int) -> list[bool]:
-    """Assign an iteration's results to the carried slots; returns which slots were updated in place."""
+def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[str], scope: _Scope,
+               indent: int) -> list[bool]:
+    """Assign an iteration's results to the carried slots; returns which slots were updated in place.
+
+    A result that is the carried buffer itself (same root, not a view: the in-place chain, possibly through nested
+    loops under other variable names) needs no assignment at all, which is also what lets a loop be a prange.
+    """
     assigns, in_place = [], []
-    for node, name, expr in zip(body.outputs, names, outs):
-        if expr == name:
+    for node, slot, expr in zip(body.outputs, carried, outs):
+        name = em.var[slot]
+        same = _is_array(node) and node not in scope.view and scope.roots.get(node) == frozenset({slot})
+        if expr == name or same:
             in_place.append(True)
             continue
         in_place.append(False)
@@ -76,6 +84,20 @@ def _result_roots(em: Emitter, node: Node, inits: tuple[Node, ...], donated: lis
 def _bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None:
     for n, o in zip(inner, outer):
         em.var[n] = em.var[o]
+        if o in em.nonneg or (n.type.shape == () and nonneg(o, em.nonneg)):  # type: ignore[union-attr]
+            em.nonneg.add(n)
+        if n.type.shape == () and bounds.upper(o, em.upper) is not None:  # type: ignore[union-attr]
+            em.upper[n] = bounds.upper(o, em.upper)  # type: ignore[assignment]
+
+
+def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
+    """Profitability, separate from legality: a parallel launch costs microseconds, so a prange needs real work
+    per iteration (a nested loop or whole-array ops) and at most one enclosing loop (launches per outer trip)."""
+    if em.loop_depth > 1:
+        return Verdict(False, "independent, but nested two loops deep (one parallel launch per outer iteration)")
+    if not any(n.regions or _is_array(n) for n in body.nodes if n.op not in ("input", "const")):
+        return Verdict(False, "independent, but each iteration is a few scalar operations (not worth a launch)")
+    return None
 
 
 def emit_loop(em: Emitter, node: Node, indent: int) -> None:
@@ -88,7 +110,9 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     elif not em.options.get("parallel", True):
         verdict = Verdict(False, "parallel=False")
     else:
-        verdict = independent(node)
+        verdict = independent(node, em.nonneg)
+        veto = _worth_it(em, body) if verdict else None
+        verdict = veto if veto is not None else verdict
     trips = trip_count(node)
     label = em.names[node]
     names = [em.vname(c) for c in carried]
@@ -97,13 +121,26 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
         em.var[c] = name
     em.var[induction] = em.vname(induction)
     _bind(em, inv_inputs, invariants)
+    step_value = node.inputs[2].attrs.get("value") if node.inputs[2].op == "const" else None
+    if nonneg(node.inputs[0], em.nonneg) and step_value is not None and int(step_value) > 0:
+        em.nonneg.add(induction)
+    if step_value is not None and int(step_value) > 0:
+        bounds.note_induction(em, induction, node.inputs[1])
+    flag, saved_flag, saved_used = None, em.prange_flag, em.flag_used
+    if verdict:
+        flag = f"oob{em.vname(node)[1:]}"
+        flag_line = len(em.lines)
+        em.write(indent, f"{flag} = np.zeros(1, np.bool_)")
+        em.prange_flag, em.flag_used = flag, False
     header = len(em.lines)
     em.write(indent, "")
     was, em.in_prange = em.in_prange, em.in_prange or bool(verdict)
     start_lines = len(em.lines)
+    em.loop_depth += 1
     outs = em.emit_graph(body, indent + 1, set(carried))
+    em.loop_depth -= 1
     em.in_prange = was
-    in_place = _carry_out(em, body, names, outs, em._last_scope, indent + 1)
+    in_place = _carry_out(em, body, carried, outs, em._last_scope, indent + 1)
     if len(em.lines) == start_lines:
         em.write(indent + 1, "pass")
     parallel = bool(verdict) and all(in_place)
@@ -115,6 +152,13 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     em.lines[header] = "    " * indent + f"for {em.var[induction]} in {rng}:{comment}"
     if parallel:
         em.parallel.append(node)
+    if flag is not None:
+        if em.flag_used:
+            em.write(indent, f"if {flag}[0]:")
+            em.write(indent + 1, 'raise IndexError("index out of bounds (in a prange loop)")')
+        else:
+            del em.lines[flag_line]
+        em.prange_flag, em.flag_used = saved_flag, saved_used
     em.results[node] = names
     em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
 
@@ -130,22 +174,37 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
             em.var[c] = name
         _bind(em, region.inputs[k:], invariants)
     em.write(indent, f"while True:  # {em.names[node]}")
+    em.loop_depth += 1
     (flag,) = em.emit_graph(test, indent + 1, set())
     em.write(indent + 1, f"if not {flag}:")
     em.write(indent + 2, "break")
     outs = em.emit_graph(body, indent + 1, set(body.inputs[:k]))
-    in_place = _carry_out(em, body, names, outs, em._last_scope, indent + 1)
+    in_place = _carry_out(em, body, body.inputs[:k], outs, em._last_scope, indent + 1)
+    em.loop_depth -= 1
     em.results[node] = names
     em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
 
 
+def _same_operand(out: Node, region: Graph, scope: _Scope, donated: list[bool]) -> int | None:
+    """The donated operand whose buffer a branch result *is* (updated in place or passed through), else None."""
+    if not _is_array(out) or out in scope.view:
+        return None
+    for j, inp in enumerate(region.inputs):
+        if donated[j] and scope.roots.get(out) == frozenset({inp}):
+            return j
+    return None
+
+
 def emit_cond(em: Emitter, node: Node, indent: int) -> None:
+    """``if``/``else``; a result that is, in both branches, the same donated operand's buffer (the ``if d < D[i,
+    j]: D[i, j] = d`` pattern) keeps the operand's variable: no result variable, no rebinding of the array."""
     pred, *operands = node.inputs
     donated = [_is_array(o) and em.scope.dead_after(o, node) for o in operands]
     n_out = len(node.regions[0].outputs)
     names = [f"{em.vname(node)}_{k}" for k in range(n_out)]
     status = ["owned"] * n_out
     aliases: list[frozenset[Node]] = [frozenset()] * n_out
+    blocks: list[tuple[int, int, list[tuple[int, int | None]]]] = []
     for branch, region in zip(("if", "else"), node.regions):
         em.write(indent, f"if {em.var[pred]}:  # {em.names[node]}" if branch == "if" else "else:")
         _bind(em, region.inputs, tuple(operands))
@@ -153,7 +212,9 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
         start = len(em.lines)
         outs = em.emit_graph(region, indent + 1, owned)
         scope = em._last_scope
+        assigned = []
         for k, (out, expr, name) in enumerate(zip(region.outputs, outs, names)):
+            assigned.append((len(em.lines), _same_operand(out, region, scope, donated)))
             em.write(indent + 1, f"{name} = {expr}")
             if not _is_array(out):
                 continue
@@ -162,7 +223,23 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
             for j, inp in enumerate(region.inputs):
                 if inp in scope.roots.get(out, ()) and not donated[j]:
                     aliases[k] |= em.scope.roots.get(operands[j], frozenset())
-        if len(em.lines) == start:
-            em.write(indent + 1, "pass")
+        blocks.append((start, len(em.lines), assigned))
     em.results[node] = names
     em.result_roots[node] = [(a, s) for a, s in zip(aliases, status)]
+    drop = set()
+    for k in range(n_out):
+        same = {blocks[0][2][k][1], blocks[1][2][k][1]}
+        if len(same) == 1 and None not in same:
+            (j,) = same
+            drop |= {blocks[0][2][k][0], blocks[1][2][k][0]}
+            em.results[node][k] = em.var[operands[j]]
+            em.result_roots[node][k] = (em.scope.roots[operands[j]], "same")
+    if drop:
+        pad = "    " * (indent + 1) + "pass"
+        for start, end, _ in reversed(blocks):
+            kept = [line for p, line in enumerate(em.lines[start:end], start) if p not in drop]
+            em.lines[start:end] = kept or [pad]
+    else:
+        for start, end, _ in reversed(blocks):
+            if start == end:
+                em.lines[start:end] = ["    " * (indent + 1) + "pass"]

@@ -11,7 +11,7 @@ import numpy as np
 
 
 @numba.njit(cache=False, error_model="numpy")
-def dot_vv(a, b):  # noqa: ANN001, ANN201 - typed by Numba
+def dot_vv(a, b):
     """1-D · 1-D; the caller casts both operands to the result dtype first (so do the other helpers)."""
     acc = a[:0].sum()
     for k in range(a.shape[0]):
@@ -20,7 +20,7 @@ def dot_vv(a, b):  # noqa: ANN001, ANN201 - typed by Numba
 
 
 @numba.njit(cache=False, error_model="numpy")
-def dot_mv(a, b):  # noqa: ANN001, ANN201
+def dot_mv(a, b):
     """2-D · 1-D."""
     out = np.zeros(a.shape[0], dtype=a.dtype)
     for r in range(a.shape[0]):
@@ -32,7 +32,7 @@ def dot_mv(a, b):  # noqa: ANN001, ANN201
 
 
 @numba.njit(cache=False, error_model="numpy")
-def outer(a, b):  # noqa: ANN001, ANN201
+def outer(a, b):
     out = np.empty((a.shape[0], b.shape[0]), dtype=a.dtype)
     for r in range(a.shape[0]):
         for c in range(b.shape[0]):
@@ -41,6 +41,6 @@ def outer(a, b):  # noqa: ANN001, ANN201
 
 
 @numba.njit(cache=False, error_model="numpy")
-def copy_into(dst, src):  # noqa: ANN001, ANN201
+def copy_into(dst, src):
     """dst[...] = src for the writeback of a mutated caller array (same shape)."""
     dst[...] = src

@@ -1,0 +1,306 @@
+"""Turn one fusion group, specialised to a rank and broadcast pattern, into readable Python source for Numba.
+
+The kernel for a group with reduction axes ``R`` over domain axes ``O + R`` reads, per outer index, like the
+plan in :mod:`jitgraph.passes.fuse` describes::
+
+    def fused_max_subtract_exp_sum_0(n0, n1, a0, o0):
+        for i0 in prange(n0):                  # outer axes (prange only in the *_par variant)
+            acc3_0 = ...                       # level-1 sweep: max, 4 independent lanes
+            for i1 in range(0, n1 - n1 % 4, 4): ...
+            v3 = ...                           # reduction result, in a register
+            for i1 in range(n1): ...           # level-2 sweep: sum of exp(x - max)
+            for i1 in range(n1): o0[i0, i1] = ...  # final sweep writes the full-shape outputs
+
+Sizes are arguments, so one kernel serves every shape with the same rank and broadcast pattern. Every operand is
+read at the top of the iteration and every output written at the end, which is what makes writing an output into
+an operand's own buffer (in-place updates) safe. Intermediates are locals named after the body's ``%k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jitgraph.backends.cpu import emitters as E
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.printer import format_value, node_names
+from jitgraph.ir.types import TensorType
+
+LANES = 4  # independent accumulators per reduction: breaks the add latency chain, and adds accuracy
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    """A kernel array argument: which body value, and which loop dims it walks (False: broadcast, index 0)."""
+
+    name: str
+    value: Node
+    walks: tuple[bool, ...]
+
+
+@dataclass
+class KernelSpec:
+    """Everything the source depends on; its text is the cache key, so no shape appears in it."""
+
+    name: str
+    body: Graph
+    rank: int
+    inner: tuple[int, ...]  # loop dims that are reduced (always the last ones)
+    arrays: list[ArrayArg]
+    scalars: list[tuple[str, Node]]
+    outputs: list[ArrayArg]
+    full: set[Node]  # members that vary along the reduced dims
+    level: dict[Node, int]
+    math: str = "fast"
+    math_table: dict | None = None
+    head: Node | None = None
+    mean_counts: dict[Node, str] = field(default_factory=dict)
+    use_of: dict[tuple[Node, Node], str] = field(default_factory=dict)  # (consumer, operand) -> array arg name
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+
+def _is_member(n: Node) -> bool:
+    return n.op not in ("input", "const")
+
+
+class _Emit:
+    def __init__(self, spec: KernelSpec) -> None:
+        self.spec = spec
+        names = node_names(spec.body)
+        self.var = {n: "v" + names[n].lstrip("%") for n in spec.body.nodes}
+        self.members = [n for n in spec.body.nodes if _is_member(n) and n is not spec.head]
+        self.args = {a.name: a for a in spec.arrays}
+        self.loads_for: dict[Node, list[ArrayArg]] = {}
+        for a in spec.arrays:
+            self.loads_for.setdefault(a.value, []).append(a)
+        self.outer_dims = tuple(d for d in range(spec.rank) if d not in spec.inner)
+        self.reductions = [n for n in self.members if OPS[n.op].kind is OpKind.REDUCTION]
+        self.used_math: set[tuple[str, str]] = set()
+        self._done_set: set[Node] = set()
+
+    def operand(self, n: Node) -> bool:
+        """Values the kernel loads from memory: body inputs and the BLAS product of an epilogue."""
+        return n.op == "input" or n is self.spec.head
+
+    # -- expressions ---------------------------------------------------------------------------------------------
+    def expr(self, node: Node, suffix: str) -> str:
+        inputs = [self.ref(i, suffix, node) for i in node.inputs]
+        ctx = E.EmitContext(node, tuple(i.type.dtype for i in node.inputs), node.type.dtype, self.spec.math,
+                            self.spec.math_table, self.used_math)
+        if node.op == "reshape":
+            return inputs[0]
+        return E.cast(E.EMITTERS[node.op](inputs, ctx), node.type.dtype)
+
+    def ref(self, node: Node, suffix: str, consumer: Node | None = None) -> str:
+        if self.operand(node) and not self._invariant(node):
+            arg = self.args[self.spec.use_of[(consumer, node)]]
+            return f"x{arg.name}" + (suffix if self._walks_inner(arg) else "")
+        if node.op == "const" or self._invariant(node) or node not in self.spec.full:
+            return self.var[node]
+        return self.var[node] + suffix
+
+    def _invariant(self, node: Node) -> bool:
+        return node in self.scalar_nodes
+
+    def index(self, arg: ArrayArg, idx: dict[int, str]) -> str:
+        parts = [idx[d] if walk else "0" for d, walk in enumerate(arg.walks)]
+        return f"{arg.name}[{', '.join(parts)}]"
+
+    # -- statements ------------------------------------------------------------------------------------------
+    def compute(self, w: _Writer, targets: list[Node], idx: dict[int, str], suffix: str, inner: bool) -> None:
+        """Load and compute the full values ``targets`` need (in body order), suffixing names per lane."""
+        needed: set[Node] = set()
+        stack = list(targets)
+        while stack:
+            n = stack.pop()
+            if n in needed or (not self.operand(n) and n not in self.spec.full) or n.op == "const":
+                continue
+            if self.operand(n) and not any(self._walks_inner(a) for a in self.loads_for.get(n, [])):
+                continue
+            needed.add(n)
+            if not self.operand(n):
+                stack.extend(n.inputs)
+        for n in self.spec.body.nodes:
+            if n in needed and self.operand(n):
+                self.load(w, n, idx, suffix, inner=True)
+        for n in self.spec.body.nodes:
+            if n in needed and not self.operand(n):
+                w(f"{self.var[n]}{suffix} = {self.expr(n, suffix)}")
+
+    def _walks_inner(self, a: ArrayArg) -> bool:
+        return any(a.walks[d] for d in self.spec.inner)
+
+    def load(self, w: _Writer, n: Node, idx: dict[int, str], suffix: str, inner: bool) -> None:
+        for a in self.loads_for.get(n, []):
+            if self._walks_inner(a) == inner:
+                w(f"x{a.name}{suffix if inner else ''} = {self.index(a, idx)}")
+
+    def loops(self, w: _Writer, dims: tuple[int, ...], idx: dict[int, str], parallel: bool) -> None:
+        for k, d in enumerate(dims):
+            rng = "prange" if parallel and k == 0 else "range"
+            w(f"for i{d} in {rng}(n{d}):")
+            w.depth += 1
+            idx[d] = f"i{d}"
+
+    def source(self, parallel: bool) -> list[str]:
+        spec = self.spec
+        sizes = [f"n{d}" for d in range(spec.rank)]
+        params = sizes + [a.name for a in spec.arrays] + [s for s, _ in spec.scalars] + [o.name for o in spec.outputs]
+        fname = spec.name + ("_par" if parallel else "")
+        w = _Writer()
+        w.lines.append(f"def {fname}({', '.join(params)}):")
+        # Constants, scalar arguments and 0-d arithmetic: once per call.
+        self.scalar_nodes: set[Node] = set()
+        for n in spec.body.nodes:
+            if n.op == "const":
+                w(f"{self.var[n]} = {_literal(n)}")
+                self.scalar_nodes.add(n)
+        for s, n in spec.scalars:
+            w(f"{self.var[n]} = {s}")
+            self.scalar_nodes.add(n)
+        for n in self.members:
+            if n not in spec.full and OPS[n.op].kind is OpKind.ELEMENTWISE and \
+                    all(i in self.scalar_nodes for i in n.inputs):
+                w(f"{self.var[n]} = {self.expr(n, '')}")
+                self.scalar_nodes.add(n)
+        for n, count in spec.mean_counts.items():
+            w(f"cnt{self.var[n]} = {count}")
+        idx: dict[int, str] = {}
+        self.loops(w, self.outer_dims, idx, parallel and bool(self.outer_dims))
+        if not spec.inner:
+            self._flat_body(w, idx)
+        else:
+            self._reduction_body(w, idx)
+        return w.lines
+
+    def _flat_body(self, w: _Writer, idx: dict[int, str]) -> None:
+        """No reduction: every member is computed once per element, in body order."""
+        for n in self.spec.body.nodes:
+            if self.operand(n):
+                for a in self.loads_for.get(n, []):
+                    w(f"x{a.name} = {self.index(a, idx)}")
+        for n in self.members:
+            if n not in self.scalar_nodes:
+                w(f"{self.var[n]} = {self.expr(n, '')}")
+        for o in self.spec.outputs:
+            w(f"{self.index(o, idx)} = {self.ref(o.value, '')}")
+
+    def _reduction_body(self, w: _Writer, idx: dict[int, str]) -> None:
+        spec = self.spec
+        for n in spec.body.nodes:
+            if self.operand(n):
+                self.load(w, n, idx, "", inner=False)
+        levels = sorted({spec.level[r] for r in self.reductions})
+        self._outer_values(w, 0)
+        for lvl in levels:
+            reds = [r for r in self.reductions if spec.level[r] == lvl]
+            self._sweep(w, reds, idx)
+            self._outer_values(w, lvl)
+        finals = [o for o in spec.outputs if o.value in spec.full]
+        if finals:
+            w("# final sweep: full-shape outputs")
+            depth = w.depth
+            self.loops(w, spec.inner, idx, False)
+            self.compute(w, [o.value for o in finals], idx, "", inner=True)
+            for o in finals:
+                w(f"{self.index(o, idx)} = {self.ref(o.value, '')}")
+            w.depth = depth
+        for o in spec.outputs:
+            if o.value not in spec.full:
+                w(f"{self.index(o, idx)} = {self.var[o.value]}")
+
+    def _outer_values(self, w: _Writer, lvl: int) -> None:
+        for n in self.members:
+            if n in self.spec.full or n in self.scalar_nodes or n in self.reductions:
+                continue
+            if self.spec.level[n] == lvl and n not in self._done:
+                w(f"{self.var[n]} = {self.expr(n, '')}")
+                self._done.add(n)
+
+    @property
+    def _done(self) -> set[Node]:
+        return self._done_set
+
+    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str]) -> None:
+        spec = self.spec
+        w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
+        accs = {r: E.accumulator_dtype(r) for r in reds}
+        for r in reds:
+            for lane in range(LANES):
+                w(f"acc{self.var[r]}_{lane} = {E.reduction_init(r.op, accs[r])}")
+        depth = w.depth
+        *outer_r, last = spec.inner
+        self.loops(w, tuple(outer_r), idx, False)
+        n = f"n{last}"
+        w(f"for i{last} in range(0, {n} - {n} % {LANES}, {LANES}):")
+        w.depth += 1
+        for lane in range(LANES):
+            idx[last] = f"i{last} + {lane}" if lane else f"i{last}"
+            self._accumulate(w, reds, accs, idx, f"_{lane}", lane)
+        w.depth -= 1
+        w(f"for i{last} in range({n} - {n} % {LANES}, {n}):")
+        w.depth += 1
+        idx[last] = f"i{last}"
+        self._accumulate(w, reds, accs, idx, "_0", 0)
+        w.depth = depth
+        for r in reds:
+            lanes = [f"acc{self.var[r]}_{lane}" for lane in range(LANES)]
+            total = E.reduction_combine(r.op, E.reduction_combine(r.op, lanes[0], lanes[1]),
+                                        "(" + E.reduction_combine(r.op, lanes[2], lanes[3]) + ")")
+            if r.op == "mean":
+                total = f"({total}) / cnt{self.var[r]}"
+            w(f"{self.var[r]} = {E.cast(total, r.type.dtype)}")
+            self._done.add(r)
+
+    def _accumulate(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], suffix: str,
+                    lane: int) -> None:
+        self.compute(w, [r.inputs[0] for r in reds], idx, suffix, inner=True)
+        for r in reds:
+            (src,) = r.inputs
+            value = E.cast(self.ref(src, suffix, r), accs[r], src.type.dtype)
+            acc = f"acc{self.var[r]}_{lane}"
+            w(f"{acc} = {E.reduction_combine(r.op, acc, value)}")
+
+
+def _literal(n: Node) -> str:
+    value = n.attrs["value"]
+    t = n.type
+    assert isinstance(t, TensorType)
+    v = np.asarray(value).item()
+    text = repr(float(v)) if t.dtype.kind == "f" else repr(v)
+    if text in ("inf", "-inf", "nan"):
+        text = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}[text]
+    return text if t.weak else E.cast(text, t.dtype)
+
+
+def kernel_source(spec: KernelSpec, cache: bool) -> str:
+    """Module source with a serial and a ``prange`` variant of the kernel."""
+    body: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for parallel in (False, True):
+        body.append(f"@njit(cache={cache}, parallel={parallel}, error_model='numpy', fastmath=False, nogil=True)")
+        emit = _Emit(spec)
+        body += emit.source(parallel)
+        body += ["", ""]
+        used |= emit.used_math
+    doc = str(spec.body).replace('"""', "'''").replace("\\", "\\\\").splitlines()
+    header = [f'"""Generated by jitgraph: kernel {spec.name}. Body:', *("    " + line for line in doc), '"""',
+              "import math", "", "import numpy as np", "from numba import njit, prange", "",
+              "from jitgraph.backends.cpu.helpers import *  # noqa: F403"]
+    if used:
+        header.append("from jitgraph.backends.cpu.mathlib import VECTOR_MATH as _VM")
+        header += [f"VM_{name}_{dt} = _VM[({name!r}, {dt!r})]" for name, dt in sorted(used)]
+    return "\n".join(header + ["", ""] + body).rstrip() + "\n"
+
+
+__all__ = ["ArrayArg", "KernelSpec", "kernel_source", "format_value"]

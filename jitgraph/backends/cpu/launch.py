@@ -1,0 +1,310 @@
+"""Launching one fused node: specialise its kernel to the operands' layout, prepare views, allocate, call.
+
+The first call with a given operand layout (shapes and strides) builds a :class:`Launch`: which views to pass,
+which kernel specialisation (rank, broadcast pattern) to call, serial or parallel, how to allocate each output.
+Later calls with the same layout only look the plan up, make the views and call Numba, which is what keeps a small
+cached call within a few microseconds of eager NumPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.backends.cpu import cache as kcache
+from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
+from jitgraph.backends.cpu.loop_order import coalesce, loop_order
+from jitgraph.backends.cpu.threads import parallel_threshold
+from jitgraph.ir.graph import Node
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.passes.fuse import GroupInfo, group_info
+
+TRANSCENDENTAL = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "power", "sinh", "cosh",
+                  "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
+                  "arctan2", "hypot", "logaddexp", "floor_divide", "remainder", "fmod"}
+_launch_ids = itertools.count()
+COMPILE_LOG: list[tuple[str, float]] = []  # (kernel name, seconds) of every first call that compiled or loaded
+
+
+def _math_table(option: str) -> dict | None:
+    if option != "fast":
+        return None
+    try:
+        from jitgraph.backends.cpu.mathlib import VECTOR_MATH
+    except ImportError:
+        return None
+    return dict(VECTOR_MATH)
+
+
+@dataclass
+class Launch:
+    """One specialisation of a group: the Numba kernel and the generated ``run(operands)`` that feeds it."""
+
+    kernel: Any
+    run: Any
+    source: str
+
+
+class GroupKernel:
+    """The compiled form of one ``fused`` node."""
+
+    def __init__(self, node: Node, options: Mapping[str, Any]) -> None:
+        self.node = node
+        self.name: str = node.attrs["name"]
+        (self.body,) = node.regions
+        self.info: GroupInfo = group_info(node)
+        self.use_cache = bool(options.get("cache", True))
+        self.math = options.get("math", "fast")
+        self.math_table = _math_table(self.math)
+        self.head = next((n for n in self.body.nodes if n.op in ("matmul", "dot")), None)
+        self.inputs = list(self.body.inputs)
+        self.input_index = {n: k for k, n in enumerate(self.inputs)}
+        d = max(len(self.info.domain), 1)
+        self.domain = self.info.domain or (1,)
+        self.raxes = self.info.raxes
+        self.full = {n for n, m in self.info.amap.items() if any(a in self.raxes for a in m if a is not None)}
+        if not self.raxes:
+            self.full = set(self.info.amap)
+        self.use_of: dict[tuple[Node, Node], int] = {}
+        self.uses = self._operand_uses(d)
+        self.scalar_inputs = [n for n in self.inputs if self._is_scalar(n)]
+        self.array_operands = sorted({self.input_index[v] for v, _ in self.uses if v is not self.head})
+        self.kernel_outputs = [o for o in self.body.outputs if o is not self.head]
+        self.out_walks = [self._walks(self.info.amap[o], d) for o in self.kernel_outputs]
+        cost = sum(4 if n.op in TRANSCENDENTAL else 1 for n in self.info.amap) + len(self.uses)
+        passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
+        self.threshold = parallel_threshold(cost * passes)
+        self.launches: dict[Any, Launch] = {}
+        # The first full output of the product's dtype is written into the product's buffer (the epilogue).
+        self.prod_output = next((k for k, o in enumerate(self.kernel_outputs) if self.head is not None and o in
+                                 self.full and o.type.dtype == self.head.type.dtype), None)
+        self.modules: dict[Any, Any] = {}
+
+    @staticmethod
+    def _is_scalar(n: Node) -> bool:
+        return n.type.weak or n.type.shape == ()
+
+    @staticmethod
+    def _walks(amap: tuple[int | None, ...], d: int) -> tuple[bool, ...]:
+        axes = {a for a in amap if a is not None}
+        return tuple(a in axes for a in range(d))
+
+    def _operand_uses(self, d: int) -> list[tuple[Node, tuple[bool, ...]]]:
+        """Distinct (body input, walked domain axes) pairs: each becomes one kernel array argument."""
+        uses: list[tuple[Node, tuple[bool, ...]]] = []
+        inside = set(self.info.amap)
+        for n in self.body.nodes:
+            if n not in inside or n is self.head:
+                continue
+            for i in n.inputs:
+                if i.op != "input" and i is not self.head:
+                    continue
+                if self._is_scalar(i) and i is not self.head:
+                    continue
+                if OPS[n.op].kind is OpKind.REDUCTION:
+                    amap: tuple[int | None, ...] = tuple(range(len(self.info.domain)))
+                else:
+                    out = self.info.amap[n]
+                    shift = len(out) - i.type.ndim
+                    amap = tuple(None if s == 1 else out[j + shift] for j, s in enumerate(i.type.shape))
+                use = (i, self._walks(amap, d))
+                if use not in uses:
+                    uses.append(use)
+                self.use_of[(n, i)] = uses.index(use)
+        return uses
+
+    # -- specialisation ------------------------------------------------------------------------------------------
+    def _plan(self, operands: Sequence[Any], inplace: Mapping[int, int]) -> Launch:
+        arrays: dict[Node, Any] = dict(zip(self.inputs, operands))
+        if self.head is not None:
+            arrays[self.head] = np.empty(self.head.type.shape, self.head.type.dtype)
+        d = len(self.domain)
+        dom = self.domain
+        views = []
+        virtual = []
+        for value, walks in self.uses:
+            arr = arrays[value]
+            vshape = tuple(dom[a] if walks[a] else 1 for a in range(d))
+            view = arr.reshape(vshape)
+            views.append((value, vshape, view))
+            virtual.append(tuple(view.strides[a] if walks[a] else 0 for a in range(d)))
+        out_shapes = [tuple(dom[a] if w[a] else 1 for a in range(d)) for w in self.out_walks]
+        if self.raxes:
+            perm = None
+            groups = [[a] for a in range(d)]
+        else:
+            ref = max(range(len(views)), key=lambda k: math.prod(views[k][1]), default=None)
+            perm = loop_order(dom, virtual[ref]) if ref is not None else tuple(range(d))
+            if perm == tuple(range(d)):
+                perm = None
+            order = perm or tuple(range(d))
+            pdom = [dom[a] for a in order]
+            out_virtual = []
+            for w in self.out_walks:
+                # Outputs are allocated in loop order, so their strides follow it.
+                st, acc = [0] * d, 1
+                for a in reversed(order):
+                    st[a] = acc if w[a] else 0
+                    acc *= dom[a] if w[a] else 1
+                out_virtual.append(st)
+            allv = [[v[a] for a in order] for v in virtual + out_virtual]
+            groups = [[order[k] for k in g] for g in coalesce(pdom, allv)]
+        sizes = tuple(math.prod(dom[a] for a in g) for g in groups)
+        specs_views = []
+        arg_walks = []
+        for (value, vshape, view), (_, walks) in zip(views, self.uses):
+            gw = tuple(any(walks[a] and dom[a] != 1 for a in g) or (all(walks[a] for a in g)) for g in groups)
+            fshape = tuple(sizes[k] if gw[k] else 1 for k in range(len(groups)))
+            specs_views.append((vshape, perm, fshape))
+            arg_walks.append(gw)
+        out_specs = []
+        out_arg_walks = []
+        inv = tuple(int(k) for k in np.argsort(perm)) if perm is not None else None
+        for w, oshape in zip(self.out_walks, out_shapes):
+            gw = tuple(any(w[a] and dom[a] != 1 for a in g) or all(w[a] for a in g) for g in groups)
+            fshape = tuple(sizes[k] if gw[k] else 1 for k in range(len(groups)))
+            alloc = tuple(oshape[a] for a in (perm or range(d)))
+            out_specs.append((oshape, perm, inv, fshape, alloc))
+            out_arg_walks.append(gw)
+        rank = len(groups)
+        inner_dims = tuple(k for k, g in enumerate(groups) if any(a in self.raxes for a in g))
+        key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
+               tuple(arrays[v].dtype.str for v, _ in self.uses))
+        kernel_pair = self.modules.get(key)
+        if kernel_pair is None:
+            kernel_pair = self._compile(rank, inner_dims, arg_walks, out_arg_walks)
+            self.modules[key] = kernel_pair
+        total = math.prod(dom)
+        kernel = kernel_pair[1] if total >= self.threshold and (rank > len(inner_dims)) else kernel_pair[0]
+        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace)
+        ns["KERNEL"] = kernel
+        filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), ns)
+        return Launch(kernel, ns["run"], source)
+
+    def _compile(self, rank: int, inner: tuple[int, ...], arg_walks: list, out_walks: list) -> tuple[Any, Any]:
+        arrays = [ArrayArg(f"a{k}", value, tuple(w)) for k, ((value, _), w) in enumerate(zip(self.uses, arg_walks))]
+        outputs = [ArrayArg(f"o{k}", o, tuple(w)) for k, (o, w) in enumerate(zip(self.kernel_outputs, out_walks))]
+        scalars = [(f"s{k}", n) for k, n in enumerate(self.scalar_inputs)]
+        means = {}
+        for n in self.info.amap:
+            if n.op == "mean":
+                means[n] = " * ".join(f"n{k}" for k in inner) or "1"
+        spec = KernelSpec(self.name, self.body, rank, inner, arrays, scalars, outputs,
+                          {n for n in self.full if n in self.info.amap}, self.info.level, self.math,
+                          self.math_table, self.head, means,
+                          {key: arrays[k].name for key, k in self.use_of.items()})
+        source = kernel_source(spec, self.use_cache)
+        module = kcache.load_module(self.name, source, self.use_cache)
+        self.source = source
+        return getattr(module, self.name), getattr(module, self.name + "_par")
+
+    # -- calling -------------------------------------------------------------------------------------------------
+    def __call__(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...] = ()) -> list[Any]:
+        """Run the group on the fused node's operand values. ``inplace`` pairs (kernel output k, operand j) whose
+        buffer output k may overwrite. Returns the output values, one per body output."""
+        key = (inplace,) + tuple([operands[j].strides for j in self.array_operands])
+        launch = self.launches.get(key)
+        if launch is not None:
+            return launch.run(operands)
+        launch = self._plan(operands, dict(inplace))
+        self.launches[key] = launch
+        start = time.perf_counter()
+        result = launch.run(operands)
+        COMPILE_LOG.append((self.name, time.perf_counter() - start))
+        kcache.record_dispatch(launch.kernel)
+        return result
+
+    def _run_source(self, operands: Sequence[Any], sizes: tuple[int, ...], views: list, outs: list,
+                    inplace: Mapping[int, int]) -> tuple[str, dict[str, Any]]:
+        """A small straight-line Python function doing exactly this launch's preparation (no per-call logic)."""
+        ns: dict[str, Any] = {"np": np}
+        lines = ["def run(ops):"]
+        body_index = {n: k for k, n in enumerate(self.inputs)}
+        prod_shape = None
+        if self.head is not None:
+            ns["BLAS"] = OPS[self.head.op].impl
+            a, b = (body_index[i] for i in self.head.inputs)
+            lines.append(f"    p = BLAS(ops[{a}], ops[{b}])")
+            prod_shape = self.head.type.shape
+        args = [str(s) for s in sizes]
+        for k, ((value, _), (vshape, perm, fshape)) in enumerate(zip(self.uses, views)):
+            src = "p" if value is self.head else f"ops[{body_index[value]}]"
+            shape = prod_shape if value is self.head else operands[body_index[value]].shape
+            expr = src
+            if tuple(shape) != vshape:
+                expr += f".reshape({vshape!r})"
+            if perm is not None:
+                expr += f".transpose({perm!r})"
+            if perm is not None or fshape != vshape:
+                expr += f".reshape({fshape!r})"
+            if expr != src:
+                lines.append(f"    a{k} = {expr}")
+                args.append(f"a{k}")
+            else:
+                args.append(src)
+        for n in self.scalar_inputs:
+            j = body_index[n]
+            args.append(f"ops[{j}][()]" if isinstance(operands[j], np.ndarray) else f"ops[{j}]")
+        results = {}
+        for k, (o, (oshape, perm, inv, fshape, alloc)) in enumerate(zip(self.kernel_outputs, outs)):
+            ns[f"D{k}"] = o.type.dtype
+            fresh = f"np.empty({alloc!r}, D{k})"
+            target = self._inplace_source(k, o, inplace, operands, (oshape, perm, fshape))
+            if target is not None:
+                # The caller's buffer (or the BLAS product) itself, when writeable.
+                lines.append(f"    b{k} = {target} if {target}.flags.writeable else None")
+                kview = f"b{k}" + (f".reshape({oshape!r})" if o.type.shape != oshape else "")
+                if perm is not None:
+                    kview += f".transpose({perm!r}).reshape({fshape!r})"
+                elif fshape != oshape:
+                    kview += f".reshape({fshape!r})"
+                lines.append(f"    o{k} = {kview} if b{k} is not None else {fresh}")
+                lines.append(f"    r{k} = b{k} if b{k} is not None else " + self._result_expr(k, o, inv, alloc, fshape))
+            else:
+                lines.append(f"    o{k} = {fresh}")
+                lines.append(f"    r{k} = " + self._result_expr(k, o, inv, alloc, fshape))
+                if fshape != alloc:
+                    lines.append(f"    o{k} = o{k}.reshape({fshape!r})")
+            args.append(f"o{k}")
+            results[o] = f"r{k}"
+        if self.head is not None:
+            results[self.head] = "p"
+        lines.append(f"    KERNEL({', '.join(args)})")
+        lines.append(f"    return [{', '.join(results[o] for o in self.body.outputs)}]")
+        return "\n".join(lines) + "\n", ns
+
+    def _result_expr(self, k: int, o: Node, inv: tuple[int, ...] | None, alloc: tuple[int, ...],
+                     fshape: tuple[int, ...]) -> str:
+        expr = f"o{k}"
+        if inv is not None:
+            expr += f".transpose({inv!r})"
+        if (tuple(alloc[i] for i in inv) if inv is not None else alloc) != o.type.shape:
+            expr += f".reshape({o.type.shape!r})"
+        return expr
+
+    def _inplace_source(self, k: int, o: Node, inplace: Mapping[int, int], operands: Sequence[Any],
+                        layout: tuple) -> str | None:
+        """The expression of the buffer output ``k`` may be written into, if the planned view of it is exact."""
+        if o not in self.full:
+            return None
+        if k in inplace:
+            cand, expr = operands[inplace[k]], f"ops[{inplace[k]}]"
+        elif self.head is not None and self.head not in self.body.outputs and k == self.prod_output:
+            cand, expr = np.empty(self.head.type.shape, self.head.type.dtype), "p"
+        else:
+            return None
+        if not isinstance(cand, np.ndarray) or cand.shape != o.type.shape or cand.dtype != o.type.dtype:
+            return None
+        oshape, perm, fshape = layout
+        view = cand.reshape(oshape)
+        view = (view.transpose(perm) if perm is not None else view).reshape(fshape)
+        return expr if np.may_share_memory(view, cand) else None

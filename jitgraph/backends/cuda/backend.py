@@ -1,0 +1,289 @@
+"""``compile(graph, options)`` for ``backend="cuda"``: run the fused graph with one or more kernels per group.
+
+How a call runs:
+
+* **Arguments.** Device arrays (anything exposing ``__cuda_array_interface__``) are used in place. Host NumPy
+  arrays are copied to the device on every call and the results copied back: that path pays for the transfers.
+  Results come back as Numba device arrays when any argument was a device array, else as NumPy values.
+* **Nodes.** ``fused`` nodes launch their plan's kernels. Views (``reshape`` of a contiguous array, ``transpose``,
+  basic slicing) are made on the device without copying. Every other node, and every group that has no CUDA
+  emitter, runs **on the host through NumPy**: its operands are copied down, the result copied back up. That keeps
+  results exact; :meth:`CudaCompiledGraph.explain` lists each such node and why.
+* **Mutations.** Values are computed first, then written into the caller's arrays, as the eager interpreter does.
+  A value computed by an elementwise kernel that only reads the same element of the mutated input is written by
+  the kernel straight into the argument's buffer (Adam's ``p``, ``m``, ``v``: no copies per step); the rest are
+  written by a device copy kernel. Host arguments that are mutated get the new values copied back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.backends import eager
+from jitgraph.backends.cuda import compiler, runtime
+from jitgraph.backends.cuda.plan import GroupPlan, make_plan, run as run_plan
+from jitgraph.backends.cuda.writer import Writer
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.ops import OPS, is_view_node
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.printer import node_names
+from jitgraph.ir.types import TensorType, python_type
+from jitgraph.passes.fuse import fuse_graph
+
+TRANSFER_NOTE = ("host NumPy arguments are copied to the device on every call and results copied back; pass "
+                 "numba.cuda device arrays to keep data resident")
+
+
+@dataclass
+class CudaCompiledGraph:
+    """The CompiledGraph of the CUDA backend; plain data about its kernels for ``explain``."""
+
+    graph: Graph
+    plans: dict[Node, GroupPlan]
+    direct: dict[tuple[Node, int], int]  # (fused node, output position) -> input index written in place
+    consts: dict[Node, Any] = field(default_factory=dict)
+    host_nodes: list[tuple[str, str]] = field(default_factory=list)  # (printed node, reason)
+
+    def __call__(self, args: Sequence[Any]) -> list[Any]:
+        if len(args) != len(self.graph.inputs):
+            raise TypeError(f"graph takes {len(self.graph.inputs)} arguments, got {len(args)}")
+        device_mode = any(runtime.is_device_array(a) for a in args)
+        dev_args = [_to_device_arg(a) for a in args]
+        direct_ok = self._direct_targets(dev_args)
+        env: dict[Node, Any] = {}
+        for node in self.graph.nodes:
+            env[node] = self._eval(node, env, dev_args, direct_ok)
+        outputs = [args[o.attrs["index"]] if o.op == "input" else env[o] for o in self.graph.outputs]
+        values = [env[n] for _, n in self.graph.mutations]
+        self._write_mutations(args, dev_args, values)
+        if device_mode:
+            return [_device_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
+        return [v if o.op == "input" else _host_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
+
+    # ---- nodes ---------------------------------------------------------------------------------------------------
+    def _eval(self, node: Node, env: dict[Node, Any], args: list[Any], direct_ok: set[int]) -> Any:
+        if node.op == "input":
+            return args[node.attrs["index"]]
+        if node.op == "const":
+            return self.consts.get(node, node.attrs["value"])
+        operands = [env[i] for i in node.inputs]
+        if node.op == "tuple_get":
+            return operands[0][node.attrs["index"]]
+        plan = self.plans.get(node)
+        if plan is not None and plan.host_reason is None:
+            buffers = {k: args[i] for (n, k), i in self.direct.items() if n is node and i in direct_ok}
+            outs = run_plan(plan, operands, buffers)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        view = _device_view(node, operands)
+        if view is not None:
+            return view
+        return _host_eval(node, operands)
+
+    # ---- mutations -----------------------------------------------------------------------------------------------
+    def _direct_targets(self, dev_args: list[Any]) -> set[int]:
+        """Inputs that kernels may write in place this call: device buffers that overlap no other argument."""
+        wanted = set(self.direct.values())
+        ok = set()
+        for i in wanted:
+            target = dev_args[i]
+            if not runtime.is_device_array(target):
+                continue
+            others = [a for k, a in enumerate(dev_args) if k != i and runtime.is_device_array(a)]
+            if not any(a is target or runtime.may_share_memory(a, target) for a in others):
+                ok.add(i)
+        return ok
+
+    def _write_mutations(self, args: Sequence[Any], dev_args: list[Any], values: list[Any]) -> None:
+        targets = [dev_args[i] for i, _ in self.graph.mutations]
+        pending = []
+        for (index, _), value in zip(self.graph.mutations, values):
+            target = dev_args[index]
+            if value is target:
+                pending.append((index, value, True))
+                continue
+            if runtime.is_device_array(value) and any(
+                    runtime.is_device_array(t) and runtime.may_share_memory(value, t) for t in targets):
+                copy = runtime.empty(value.shape, value.dtype)
+                compiler.assign(copy, value)
+                value = copy
+            pending.append((index, value, False))
+        for index, value, in_place in pending:
+            caller = args[index]
+            if runtime.is_device_array(caller):
+                if not in_place:
+                    compiler.assign(runtime.as_numba_device(caller), _as_device(value))
+            elif isinstance(caller, np.ndarray):
+                np.copyto(caller, runtime.to_host(value), casting="unsafe")
+
+    # ---- explain -------------------------------------------------------------------------------------------------
+    def explain(self) -> str:
+        names = node_names(self.graph)
+        lines = [f"CUDA backend on {runtime.device_info().name}; {TRANSFER_NOTE}"]
+        for node, plan in self.plans.items():
+            where = "host (NumPy)" if plan.host_reason else plan.family
+            line = f"  {names[node]} {plan.name}: {where}"
+            if plan.host_reason:
+                line += f" because {plan.host_reason}"
+            lines.append(line)
+            for launch in plan.variants.get(frozenset(), []):
+                lines.append(f"    kernel {launch.source.name} grid={launch.grid} block={launch.block}")
+        for (node, k), i in self.direct.items():
+            lines.append(f"  {names[node]} output {k} is written in place into argument {i}")
+        for name, reason in self.host_nodes:
+            lines.append(f"  {name} runs on the host: {reason}")
+        return "\n".join(lines)
+
+    @property
+    def kernel_sources(self) -> dict[str, str]:
+        return {launch.source.name: launch.source.source for plan in self.plans.values()
+                for launches in plan.variants.values() for launch in launches}
+
+
+def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
+    if not any(n.op == "fused" for n in graph.nodes):
+        graph = fuse_graph(graph)
+    plans = {n: make_plan(n) for n in graph.nodes if n.op == "fused"}
+    compiled = CudaCompiledGraph(graph, plans, _direct_writes(graph, plans))
+    names = node_names(graph)
+    for node in graph.nodes:
+        if node.op == "const" and isinstance(node.attrs["value"], np.ndarray) and node.attrs["value"].ndim:
+            compiled.consts[node] = runtime.to_device(node.attrs["value"])
+        elif node.op not in ("input", "const", "tuple_get", "fused") and not _viewable(node):
+            compiled.host_nodes.append((f"{names[node]} = {node.op}", _host_reason(node)))
+    return compiled
+
+
+# ---- in-place writes -------------------------------------------------------------------------------------------
+def _direct_writes(graph: Graph, plans: dict[Node, GroupPlan]) -> dict[tuple[Node, int], int]:
+    """Mutations that an elementwise kernel can write straight into the caller's buffer.
+
+    Safe when the kernel reads the target only at the element it writes, nothing after the kernel reads the old
+    value (or a view of it), the value is not also returned, and no other mutation targets the same input.
+    """
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    users = graph.users()
+    counts: dict[int, int] = {}
+    for i, _ in graph.mutations:
+        counts[i] = counts.get(i, 0) + 1
+    out: dict[tuple[Node, int], int] = {}
+    for i, value in graph.mutations:
+        fused, k = (value.inputs[0], value.attrs["index"]) if value.op == "tuple_get" else (value, 0)
+        plan = plans.get(fused)
+        if plan is None or plan.host_reason or plan.family != "elementwise" or counts[i] != 1:
+            continue
+        target = graph.inputs[i]
+        if value in graph.outputs or target in graph.outputs:
+            continue
+        o = plan.body.outputs[k]
+        if (o.tensor_type.shape, o.tensor_type.dtype) != (target.tensor_type.shape, target.tensor_type.dtype):
+            continue
+        late = [u for u in users[target] if u is not fused and (is_view_node(u) or order[u] > order[fused])]
+        if late or not _reads_same_element(plan, target, o, fused):
+            continue
+        out[(fused, k)] = i
+    return out
+
+
+def _reads_same_element(plan: GroupPlan, target: Node, out: Node, fused: Node) -> bool:
+    assert plan.info is not None
+    w = Writer(plan.body, plan.info, list(plan.body.inputs))
+    want = tuple(w.store_index(out).split(", "))
+    users = plan.body.users()
+    for leaf, outer in zip(plan.body.inputs, fused.inputs):
+        if outer is not target:
+            continue
+        for consumer in users.get(leaf, []):
+            if w.operand_index(leaf.tensor_type, consumer) != want:
+                return False
+    return True
+
+
+# ---- values ----------------------------------------------------------------------------------------------------
+def _to_device_arg(value: Any) -> Any:
+    if runtime.is_device_array(value):
+        return runtime.as_numba_device(value)
+    if isinstance(value, np.ndarray):
+        return runtime.to_device(value) if value.ndim else value[()]
+    return value
+
+
+def _as_device(value: Any) -> Any:
+    if runtime.is_device_array(value):
+        return value
+    return runtime.to_device(np.asarray(value))
+
+
+def _device_result(node: Node, value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim:
+        return runtime.to_device(value)
+    return value
+
+
+def _host_result(node: Node, value: Any) -> Any:
+    value = runtime.to_host(value)
+    t = node.type
+    if isinstance(t, TensorType) and t.shape == () and isinstance(value, np.ndarray):
+        value = value[()]
+    if isinstance(t, TensorType) and t.weak:
+        return python_type(t.dtype)(value)
+    return value
+
+
+def _viewable(node: Node) -> bool:
+    if node.op in ("reshape", "transpose"):
+        return True
+    if node.op == "getitem":
+        return len(node.inputs) == 1 and all(isinstance(s, int | slice) for s in node.attrs["spec"])
+    return False
+
+
+def _device_view(node: Node, operands: list[Any]) -> Any:
+    """A device view for views NumPy makes without copying; None when the node must run on the host."""
+    if not _viewable(node) or not runtime.is_device_array(operands[0]):
+        return None
+    x = operands[0]
+    try:
+        if node.op == "transpose":
+            return x.transpose(node.attrs.get("axes"))
+        if node.op == "reshape":
+            shape = node.tensor_type.shape
+            return x.reshape(shape) if x.is_c_contiguous() else None
+        spec = node.attrs["spec"]
+        if any(isinstance(s, Operand) for s in spec):
+            return None
+        result = x[tuple(spec)]
+        return result if runtime.is_device_array(result) else None
+    except Exception:  # a view the device array type cannot express: the host computes it exactly
+        return None
+
+
+def _host_reason(node: Node) -> str:
+    if node.op in ("reshape", "getitem", "transpose"):
+        return "this view has no device equivalent"
+    return f"{node.op} has no CUDA kernel outside a fusion group (operands copied to the host and back)"
+
+
+def _host_eval(node: Node, operands: list[Any]) -> Any:
+    host = [runtime.to_host(v) for v in operands]
+    impl = OPS[node.op].impl
+    with np.errstate(all="ignore"):
+        if node.regions:
+            result = impl(*host, regions=node.regions, run=eager.run_region, **node.attrs)
+        else:
+            result = impl(*host, **node.attrs)
+    return _upload(node, result)
+
+
+def _upload(node: Node, result: Any) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_upload(node, r) for r in result)
+    t = node.type
+    if isinstance(t, TensorType) and t.weak:
+        return python_type(t.dtype)(result)
+    if isinstance(result, np.ndarray) and result.ndim:
+        return runtime.to_device(result)
+    return result

@@ -1,0 +1,187 @@
+"""Per-group launch plans: which kernel family runs a ``fused`` node, its sources, and how to launch them.
+
+A :class:`GroupPlan` is made once per fused node at compile time (that is where an op without a CUDA emitter is
+found, and the group is marked to run on the host instead); kernel variants for 0-d operands that arrive as device
+arrays rather than host scalars are generated lazily, the first time a call needs them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.backends.cuda import codegen, compiler, matmul, runtime
+from jitgraph.backends.cuda.codegen import KernelSource
+from jitgraph.errors import UnsupportedError
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.passes.fuse import EPILOGUE_HEADS, GroupInfo, group_info
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a plan: the source, grid and block, and which extra arguments it takes."""
+
+    source: KernelSource
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    leaves: list[Node]
+    outs: list[Node]
+    nchunks: int = 0
+    nparts: int = 0
+
+
+@dataclass
+class GroupPlan:
+    node: Node
+    name: str
+    body: Graph
+    info: GroupInfo | None
+    family: str = "host"
+    host_reason: str | None = None
+    variants: dict[frozenset[int], list[Launch]] = field(default_factory=dict)
+
+    @property
+    def head(self) -> Node | None:
+        return next((n for n in self.body.nodes if n.op in EPILOGUE_HEADS), None)
+
+    def launches(self, scalar_arrays: frozenset[int]) -> list[Launch]:
+        if scalar_arrays not in self.variants:
+            self.variants[scalar_arrays] = _build(self, scalar_arrays)
+        return self.variants[scalar_arrays]
+
+
+def make_plan(node: Node) -> GroupPlan:
+    (body,) = node.regions
+    name = str(node.attrs.get("name", "fused"))
+    plan = GroupPlan(node, name, body, None)
+    try:
+        plan.info = group_info(node)
+        if any(d == 0 for d in plan.info.domain):
+            raise UnsupportedError("zero-size domain")
+        plan.launches(frozenset())
+    except UnsupportedError as exc:
+        plan.family, plan.host_reason = "host", exc.message
+        plan.variants.clear()
+    return plan
+
+
+def _n(axes: list[int], domain: tuple[int, ...]) -> int:
+    return math.prod(domain[a] for a in axes)
+
+
+def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
+    info, body = plan.info, plan.body
+    assert info is not None
+    dev = runtime.device_info()
+    leaves, outs = list(body.inputs), list(body.outputs)
+    head = plan.head
+    launches: list[Launch] = []
+    if head is not None:
+        if not matmul.result_dtype_ok(head):
+            raise UnsupportedError(f"matmul with {head.tensor_type.dtype} result has no CUDA kernel")
+        tile = 8 if dev.simulated else 16
+        m, n = head.tensor_type.shape
+        grid = (math.ceil(n / tile), math.ceil(m / tile))
+        if grid[1] > 65535:
+            raise UnsupportedError("matmul with more than 65535 row tiles")
+        if not codegen.reductions(body):
+            src = matmul.matmul_kernel(plan.name, body, info, head, leaves, outs, scalar_arrays, tile)
+            plan.family = "matmul+epilogue"
+            return [Launch(src, grid, (tile, tile), leaves, outs)]
+        # Product first, then the rest of the group reads it as an operand.
+        p_leaves, p_outs = matmul.product_only(body, head)
+        src = matmul.matmul_kernel(plan.name + "_product", body, info, head, p_leaves, p_outs,
+                                   frozenset(), tile, epilogue=False)
+        launches.append(Launch(src, grid, (tile, tile), p_leaves, p_outs))
+        leaves, outs = leaves + [head], [o for o in outs if o is not head]
+    raxes = list(info.raxes)
+    outer = [a for a in range(len(info.domain)) if a not in raxes]
+    if not raxes:
+        total = _n(list(range(len(info.domain))), info.domain)
+        blocks, threads = runtime.grid_stride(total, dev)
+        src = codegen.elementwise(plan.name, body, info, leaves, outs, scalar_arrays)
+        plan.family = "elementwise" if head is None else "matmul+epilogue"
+        launches.append(Launch(src, (blocks,), (threads,), leaves, outs))
+        return launches
+    n_outer, n_red = _n(outer, info.domain), _n(raxes, info.domain)
+    family = codegen.choose_family(info, n_outer, dev.sm_count)
+    block = runtime.row_block_threads(n_red, dev)
+    shuffle = not dev.simulated
+    sources = codegen.reduction_kernels(plan.name, body, info, leaves, outs, scalar_arrays, family, block, shuffle)
+    plan.family = family if head is None else f"matmul, then {family} reduction"
+    if family == "row":
+        launches.append(Launch(sources[0], (min(n_outer, dev.max_blocks * 4),), (block,), leaves, outs))
+    elif family == "column":
+        blocks, threads = runtime.grid_stride(n_outer, dev)
+        launches.append(Launch(sources[0], (blocks,), (threads,), leaves, outs))
+    else:
+        # Enough chunks to fill the device, each thread taking at least ~8 elements; the next stage combines
+        # the partials of a row cooperatively in every block, so fewer chunks also means less stage-two work.
+        per_row = max(1, min(math.ceil(n_red / (block * 8)), dev.split_blocks // max(n_outer, 1)))
+        for src in sources:
+            final = src.phase == len(sources)
+            full_outputs = any(set(info.amap[o]) & set(raxes) for o in outs if o in info.amap)
+            chunks = per_row if not final or full_outputs else 1
+            grid = (min(n_outer * chunks, dev.max_blocks * 4),)
+            launches.append(Launch(src, grid, (block,), leaves, outs, chunks, per_row))
+    return launches
+
+
+def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any]) -> list[Any]:
+    """Launch ``plan``'s kernels on device operands; returns the outputs (0-d ones as 0-d device arrays).
+
+    ``operands`` are the fused node's operand values: device arrays for arrays, host scalars or device arrays for
+    0-d values. ``out_buffers`` maps an output position to a caller buffer to write straight into.
+    """
+    info = plan.info
+    assert info is not None
+    scalar_arrays = frozenset(k for k, (leaf, v) in enumerate(zip(plan.body.inputs, operands))
+                              if leaf.tensor_type.shape == () and runtime.is_device_array(v))
+    launches = plan.launches(scalar_arrays)
+    env: dict[Node, Any] = {}
+    for leaf, value in zip(plan.body.inputs, operands):
+        env[leaf] = _kernel_arg(leaf, value)
+    parts: list[Any] = []
+    results: dict[Node, Any] = {}
+    for launch in launches:
+        outs = []
+        for k, o in enumerate(launch.outs):
+            if o in results:
+                outs.append(results[o])
+                continue
+            buf = out_buffers.get(plan.body.outputs.index(o)) if o in plan.body.outputs else None
+            if buf is None:
+                t = o.tensor_type
+                buf = runtime.empty(t.shape if t.shape else (1,), t.dtype)
+            results[o] = buf
+            outs.append(buf)
+        args = outs + [env[leaf] if leaf in env else results[leaf] for leaf in launch.leaves]
+        sizes = list(info.domain)
+        if launch.source.family == "split":
+            if launch.source.phase == 1:
+                n_outer = _n([a for a in range(len(info.domain)) if a not in info.raxes], info.domain)
+                parts = [runtime.empty((n_outer, launch.nparts), dt) for dt in codegen.partial_dtypes(plan.body)]
+            args += parts + [launch.nchunks, launch.nparts]
+        args += sizes
+        if launch.source.family == "matmul":
+            args.append(plan.head.inputs[0].tensor_type.shape[1])  # type: ignore[union-attr]
+        kernel = compiler.kernel_from_source(launch.source.name, launch.source.source)
+        with runtime.timed(launch.source.name):
+            kernel[launch.grid, launch.block](*args)
+    out = []
+    for o in plan.body.outputs:
+        buf = results[o]
+        out.append(buf.reshape(()) if o.tensor_type.shape == () and buf.shape != () else buf)
+    return out
+
+
+def _kernel_arg(leaf: Node, value: Any) -> Any:
+    t = leaf.tensor_type
+    if t.shape == ():
+        if runtime.is_device_array(value):
+            return value.reshape(1) if value.shape != (1,) else value
+        return t.dtype.type(value) if not isinstance(value, np.generic) or value.dtype != t.dtype else value
+    return value

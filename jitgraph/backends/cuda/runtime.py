@@ -1,0 +1,220 @@
+"""Everything that touches numba.cuda outside kernels: importing it, the device's properties, launch sizes and the
+movement of arrays between host and device.
+
+Why one module: numba.cuda must be imported lazily (importing jitgraph must work without numba-cuda and must not
+initialise a GPU driver), and whether we run on a real GPU or on Numba's simulator changes launch sizes (the
+simulator runs one Python thread per GPU thread, so blocks stay small) and the reduction code (the simulator has no
+warp shuffles). Keeping those decisions here keeps the code generators free of environment checks.
+
+Data movement, as documented for users: arguments that expose ``__cuda_array_interface__`` (Numba device arrays,
+CuPy arrays, torch CUDA tensors) are used in place; host NumPy arguments are copied to the device on every call and
+results are copied back, so that path pays for the transfers and suits only large, compute-heavy graphs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.errors import BackendError
+
+_HINT_INSTALL = "install the CUDA extra: pip install 'jitgraph[cuda]' (it brings numba-cuda)"
+_HINT_NO_GPU = ("run on a machine with an NVIDIA GPU and driver, set NUMBA_ENABLE_CUDASIM=1 before Python starts "
+                "to run kernels in Numba's (slow) simulator, or use backend='cpu'")
+
+
+@functools.cache
+def cuda() -> Any:
+    """The ``numba.cuda`` module, imported on first use; a clear BackendError when numba-cuda is missing."""
+    try:
+        from numba import cuda as module
+    except ImportError as exc:
+        raise BackendError(f"backend='cuda' needs numba-cuda, which could not be imported ({exc})",
+                           hint=_HINT_INSTALL) from exc
+    return module
+
+
+def simulated() -> bool:
+    """Whether numba.cuda runs kernels in its Python simulator (decided when numba.cuda was imported)."""
+    from numba.cuda.core import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def require_cuda() -> None:
+    """Raise a BackendError unless kernels can run: a GPU with a working driver, or the simulator."""
+    module = cuda()
+    if simulated():
+        return
+    try:
+        available = module.is_available()
+    except Exception as exc:  # a broken driver install raises instead of answering False
+        raise BackendError(f"backend='cuda': the CUDA driver failed to initialise ({exc})", hint=_HINT_NO_GPU) from exc
+    if not available:
+        detail = ""
+        error = getattr(module, "cuda_error", lambda: None)()
+        if error is not None:
+            detail = f" ({str(error).strip().splitlines()[0]})"
+        sim = "" if "NUMBA_ENABLE_CUDASIM" not in os.environ else "; NUMBA_ENABLE_CUDASIM was set too late"
+        raise BackendError(f"backend='cuda': no CUDA GPU is available{detail}{sim}", hint=_HINT_NO_GPU)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What launch configuration and the bandwidth report need to know about the device."""
+
+    name: str
+    sm_count: int
+    max_threads: int
+    warp: int
+    simulated: bool
+    peak_gbps: float | None  # theoretical DRAM bandwidth: 2 (DDR) x memory clock x bus width
+
+    @property
+    def elementwise_threads(self) -> int:
+        return 32 if self.simulated else 256
+
+    @property
+    def max_blocks(self) -> int:
+        """Grid-stride kernels launch at most this many blocks: enough to fill every SM several times over."""
+        return 4 if self.simulated else self.sm_count * 32
+
+    @property
+    def split_blocks(self) -> int:
+        """Blocks the first stage of a two-stage reduction spreads a row over."""
+        return 4 if self.simulated else self.sm_count * 8
+
+
+@functools.cache
+def device_info() -> DeviceInfo:
+    module = cuda()
+    if simulated():
+        return DeviceInfo("Numba CUDA simulator", 1, 64, 32, True, None)
+    dev = module.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    try:
+        peak = 2.0 * dev.MEMORY_CLOCK_RATE * 1e3 * dev.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9
+    except Exception:  # attribute missing on an unusual driver: the report then asks for --peak-gbps
+        peak = None
+    return DeviceInfo(name, int(dev.MULTIPROCESSOR_COUNT), int(dev.MAX_THREADS_PER_BLOCK), int(dev.WARP_SIZE),
+                      False, peak)
+
+
+# ---- launch configuration ----------------------------------------------------------------------------------------
+def grid_stride(total: int, info: DeviceInfo) -> tuple[int, int]:
+    """(blocks, threads) for a grid-stride loop over ``total`` items."""
+    threads = info.elementwise_threads
+    blocks = max(1, min(math.ceil(total / threads), info.max_blocks))
+    return blocks, threads
+
+
+def row_block_threads(n_reduce: int, info: DeviceInfo) -> int:
+    """Threads per block for block-per-row reductions: a power of two, no more than the row needs (>= a warp)."""
+    cap = 64 if info.simulated else 256
+    threads = 32
+    while threads < cap and threads < n_reduce:
+        threads *= 2
+    return threads
+
+
+# ---- arrays ------------------------------------------------------------------------------------------------------
+def is_device_array(value: Any) -> bool:
+    """Device-resident arrays: anything with ``__cuda_array_interface__`` (and the simulator's fake arrays)."""
+    return hasattr(value, "__cuda_array_interface__") or getattr(value, "__cuda_ndarray__", False) is True
+
+
+def as_numba_device(value: Any) -> Any:
+    """A Numba view of a foreign device array (CuPy, torch), so kernels and copies accept it; no data moves."""
+    module = cuda()
+    if getattr(value, "__cuda_ndarray__", False) is True:
+        return value
+    return module.as_cuda_array(value)
+
+
+def to_device(value: np.ndarray) -> Any:
+    return cuda().to_device(np.ascontiguousarray(value))
+
+
+def empty(shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    return cuda().device_array(shape, dtype=dtype)
+
+
+def to_host(value: Any) -> Any:
+    if is_device_array(value):
+        return as_numba_device(value).copy_to_host()
+    return value
+
+
+def synchronize() -> None:
+    cuda().synchronize()
+
+
+# Kernel timing for scripts/gpu_check.py: while ``KERNEL_EVENTS`` is a list, every launch records a CUDA event pair
+# around itself, so kernel time can be told apart from launch overhead, allocation and transfers.
+KERNEL_EVENTS: list[tuple[str, Any, Any]] | None = None
+
+
+@contextlib.contextmanager
+def timed(name: str) -> Iterator[None]:
+    if KERNEL_EVENTS is None or simulated():
+        yield
+        return
+    start, end = cuda().event(), cuda().event()
+    start.record()
+    yield
+    end.record()
+    KERNEL_EVENTS.append((name, start, end))
+
+
+def kernel_seconds(events: list[tuple[str, Any, Any]]) -> float:
+    """Total GPU time of recorded launches (synchronises)."""
+    synchronize()
+    return sum(cuda().event_elapsed_time(s, e) for _, s, e in events) / 1e3
+
+
+def host_array_of(value: Any) -> np.ndarray | None:
+    """The NumPy array behind a simulator array (for overlap checks); None on a real device."""
+    inner = getattr(value, "_ary", None)
+    return inner if isinstance(inner, np.ndarray) else None
+
+
+def may_share_memory(a: Any, b: Any) -> bool:
+    """Whether two device arrays' byte ranges overlap (used before in-place writes)."""
+    ha, hb = host_array_of(a), host_array_of(b)
+    if ha is not None and hb is not None:
+        return bool(np.may_share_memory(ha, hb))
+    ra, rb = _byte_range(a), _byte_range(b)
+    if ra is None or rb is None:
+        return a is b
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def _byte_range(value: Any) -> tuple[int, int] | None:
+    try:
+        iface = value.__cuda_array_interface__
+    except AttributeError:
+        return None
+    start = iface["data"][0]
+    itemsize = np.dtype(iface["typestr"]).itemsize
+    shape = iface["shape"]
+    strides = iface.get("strides") or _c_strides(shape, itemsize)
+    if any(s == 0 for s in shape):
+        return (start, start)
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    return (start + lo, start + hi)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))

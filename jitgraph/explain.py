@@ -1,0 +1,74 @@
+"""``jitgraph.explain(fn)(*args, **kwargs)``: what the tracer captured for one call, as plain data.
+
+Mirrors ``torch._dynamo.explain``: the call runs once (through a fresh compiled wrapper, so side effects happen
+once, as usual) and the result lists the graphs, the break reasons with the user's ``file:line``, the guards and
+per-phase compile times. The object is plain data with a plain-text ``__str__``; rich rendering is layered on top
+elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitgraph.ir.graph import Graph
+from jitgraph.tracer.cache import BreakReason, CompiledFunction
+
+
+@dataclass
+class ExplainResult:
+    """``graphs`` are the captured IR (as traced, with source locations); ``optimized_graphs`` what the pass
+    pipeline made of them; ``compile_times`` has ``trace``, ``passes`` (and ``pass:<name>``) and ``backend``."""
+
+    graph_count: int
+    graphs: list[Graph]
+    break_reasons: list[BreakReason]
+    guards: list[str]
+    compile_times: dict[str, float] = field(default_factory=dict)
+    optimized_graphs: list[Graph] = field(default_factory=list)
+    output: Any = None
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    @property
+    def op_count(self) -> int:
+        return sum(sum(1 for n in g.nodes if n.op not in ("input", "const")) for g in self.graphs)
+
+    def __str__(self) -> str:
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            lines.extend(f"  {i + 1}. {b}" for i, b in enumerate(self.break_reasons))
+        for i, g in enumerate(self.graphs):
+            lines.append(f"Graph {i}:")
+            lines.extend("  " + line for line in str(g).splitlines())
+        if self.guards:
+            lines.append("Guards:")
+            lines.extend(f"  {g}" for g in self.guards)
+        if self.compile_times:
+            lines.append("Compile times: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.compile_times.items()))
+        return "\n".join(lines)
+
+
+def explain(fn: Callable[..., Any], **compile_options: Any) -> Callable[..., ExplainResult]:
+    """Return a function that calls ``fn`` once under a fresh compiled wrapper and reports what happened."""
+    target = fn._fn if isinstance(fn, CompiledFunction) else fn
+    if isinstance(fn, CompiledFunction):
+        compile_options = {"backend": fn.backend, "options": fn.options, **compile_options}
+    compile_options.pop("fullgraph", None)
+
+    def run(*args: Any, **kwargs: Any) -> ExplainResult:
+        compiled = CompiledFunction(target, **compile_options)
+        output = compiled(*args, **kwargs)
+        entry = compiled.entries[-1]
+        times = dict(entry.times)
+        traced = [e.traced_graph for e in compiled.entries if e.traced_graph is not None and e.mode == "graph"]
+        return ExplainResult(
+            graph_count=len(traced), graphs=traced, break_reasons=compiled.break_reasons(),
+            guards=entry.guard_texts, compile_times=times, optimized_graphs=compiled.graphs(), output=output)
+
+    return run

@@ -1,0 +1,344 @@
+"""The compiled function: dispatch on the argument key, guard checks, (re)tracing, fallback and statistics.
+
+Every entry of the cache is one of two modes: ``graph`` (run the compiled graph on the leaves and rebuild the
+return value) or ``eager`` (a recorded break: call the original function). Both are found by the same key and
+guards, so a function that cannot be captured is traced once per guard set, not once per call.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import importlib
+import logging
+import os
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.errors import GraphBreakError
+from jitgraph.ir.graph import Graph
+from jitgraph.ir.types import python_type
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.guards import GuardSet
+from jitgraph.tracer.keys import alias_pattern, describe, diff, guard_texts, make_key
+from jitgraph.tracer.trace import TraceResult, parameter_names, trace
+
+log = logging.getLogger("jitgraph")
+log_recompiles = logging.getLogger("jitgraph.recompiles")
+log_breaks = logging.getLogger("jitgraph.breaks")
+log_guards = logging.getLogger("jitgraph.guards")
+log_graph = logging.getLogger("jitgraph.graph")
+log_perf = logging.getLogger("jitgraph.perf")
+
+
+@dataclass
+class BreakReason:
+    """Why a call runs eagerly, and where in the user's code."""
+
+    reason: str
+    filename: str | None
+    lineno: int | None
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
+class Entry:
+    key: tuple
+    check: Any
+    alias: tuple | None
+    mode: str  # "graph" or "eager"
+    guards: GuardSet
+    arg_guards: list[str]
+    facts: dict[str, Any]
+    graph: Graph | None = None
+    traced_graph: Graph | None = None
+    compiled: Any = None
+    build: Any = None
+    break_reason: BreakReason | None = None
+    times: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def guard_texts(self) -> list[str]:
+        return self.arg_guards + [g.text for g in self.guards.guards] + \
+            ([f"aliasing: {self.alias}"] if self.alias else [])
+
+
+@dataclass
+class CacheInfo:
+    hits: int = 0
+    misses: int = 0
+    recompiles: int = 0
+    fallbacks: int = 0
+    entries: int = 0
+
+
+def strict() -> bool:
+    """JITGRAPH_STRICT=1 (set by the tracer's tests) turns internal tracer errors into exceptions."""
+    return os.environ.get("JITGRAPH_STRICT") == "1"
+
+
+class CompiledFunction:
+    """What ``@jitgraph.compile`` returns. Call it like the original function."""
+
+    def __init__(self, fn: Any, backend: str | None = None, fullgraph: bool = False, cache_limit: int = 8,
+                 options: dict[str, Any] | None = None) -> None:
+        functools.update_wrapper(self, fn, updated=())
+        self._fn = fn
+        self.name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.cache_limit = cache_limit
+        self.options = dict(options or {})
+        self._table: dict[tuple, list[Entry]] = {}
+        self.entries: list[Entry] = []
+        self._info = CacheInfo()
+        self._reasons: list[str] = []
+        self._failing: collections.Counter[str] = collections.Counter()
+        self._disabled = False
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves: list[Any] = []
+        key = make_key(args, kwargs, leaves)
+        entries = self._table.get(key)
+        if entries is not None:
+            for entry in entries:
+                extra = entry.check(args, kwargs)
+                if extra is None:
+                    continue
+                all_leaves = leaves + extra if extra else leaves
+                if alias_pattern(all_leaves) != entry.alias:
+                    continue
+                self._info.hits += 1
+                return self._run(entry, args, kwargs, all_leaves)
+        return self._miss(args, kwargs, key, leaves)
+
+    def _run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> Any:
+        if entry.mode == "eager":
+            self._info.fallbacks += 1
+            return self._fn(*args, **kwargs)
+        outs = entry.compiled(leaves)
+        return entry.build(outs, leaves, args, kwargs)
+
+    # ---- slow path ------------------------------------------------------------------------------------------
+    def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any]) -> Any:
+        self._info.misses += 1
+        if self._disabled:
+            self._info.fallbacks += 1
+            return self._fn(*args, **kwargs)
+        names = parameter_names(self._fn, len(args))
+        facts = describe(args, kwargs, names)
+        if self.entries:
+            reason = self._why_missed(key, facts, args, kwargs)
+            if len(self.entries) >= self.cache_limit:
+                self._disabled = True
+                worst = self._failing.most_common(1)[0][0] if self._failing else reason
+                log_recompiles.warning(
+                    "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
+                    "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
+                    "that does not change.", self.name, self.cache_limit, worst)
+                self._info.fallbacks += 1
+                return self._fn(*args, **kwargs)
+            self._info.recompiles += 1
+            self._reasons.append(reason)
+            log_recompiles.info("jitgraph: recompiling %s: %s", self.name, reason)
+        from jitgraph.progress import compiling
+
+        with compiling(self.name):
+            entry = self._compile(args, kwargs, key, leaves, facts)
+        self._table.setdefault(key, []).append(entry)
+        self.entries.append(entry)
+        self._info.entries = len(self.entries)
+        extra = entry.check(args, kwargs) or []
+        return self._run(entry, args, kwargs, leaves + extra)
+
+    def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
+        same_key = self._table.get(key)
+        if same_key:
+            entry = same_key[-1]
+            failed = entry.guards.first_failure(args, kwargs)
+            if failed is not None:
+                label = failed.text.split(" ")[0].rstrip(":")
+                self._failing[label] += 1
+                return f"guard failed: {failed.text} (now {entry.guards.describe_now(failed, args, kwargs)})"
+            self._failing["aliasing"] += 1
+            return "arguments alias differently (the same array passed twice, or overlapping views)"
+        last = self.entries[-1]
+        changes = diff(last.facts, facts)
+        for change in changes:
+            self._failing[change.split(":")[0].split("[")[0] if ".shape[" in change else change.split(":")[0]] += 1
+        return "; ".join(changes) if changes else "argument structure changed"
+
+    def _compile(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any],
+                 facts: dict[str, Any]) -> Entry:
+        try:
+            result = trace(self._fn, args, kwargs)
+        except Exception as exc:
+            if strict():
+                raise
+            log.warning("jitgraph: internal tracer error in %s (%s: %s); running eagerly",
+                        self.name, type(exc).__name__, exc)
+            result = TraceResult(None, None, GuardSet(), GraphBreak(f"internal tracer error: {exc!r}", None, None),
+                                 0)
+        check = result.guards.compile()
+        extra = check(args, kwargs)
+        if extra is None:  # a guard that fails on the very call it was made for: a tracer bug
+            if strict():
+                raise AssertionError("guards fail on the traced call: " + str(result.guards.first_failure(args,
+                                                                                                          kwargs)))
+            result = TraceResult(None, None, result.guards, GraphBreak("guards could not be checked", None, None),
+                                 0, result.seconds)
+            extra = []
+        alias = alias_pattern(leaves + extra)
+        entry = Entry(key, check, alias, "eager", result.guards, guard_texts(facts), facts)
+        entry.times["trace"] = result.seconds
+        brk = result.breaks
+        if brk is None and alias and any(kind == "overlap" for kind, _, _ in alias):
+            brk = GraphBreak("array arguments overlap in memory (views of one array); running eagerly keeps "
+                             "NumPy's exact aliasing behaviour", None, None)
+        if brk is not None:
+            entry.break_reason = BreakReason(brk.reason, brk.filename, brk.lineno)
+            log_breaks.info("jitgraph: graph break in %s at %s", self.name, entry.break_reason)
+            if self.fullgraph:
+                self._raise_fullgraph(brk, args, kwargs)
+            return entry
+        entry.traced_graph = result.graph
+        self._lower(entry, result)
+        log_guards.debug("jitgraph: guards of %s entry %d:\n  %s", self.name, len(self.entries),
+                         "\n  ".join(entry.guard_texts))
+        log_perf.debug("jitgraph: compiled %s in %s", self.name,
+                       ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in entry.times.items()))
+        return entry
+
+    def _raise_fullgraph(self, brk: GraphBreak, args: tuple, kwargs: dict[str, Any]) -> None:
+        if brk.user_error is not None:
+            self._fn(*args, **kwargs)  # NumPy/Python raises its own exception here, as it would eagerly
+        raise GraphBreakError(f"graph break: {brk.reason}", filename=brk.filename, lineno=brk.lineno,
+                              hint="fullgraph=True forbids falling back to eager; rewrite this line, or drop "
+                                   "fullgraph=True to let the call run eagerly")
+
+    def _lower(self, entry: Entry, result: TraceResult) -> None:
+        from jitgraph.backends.base import get_backend
+        from jitgraph.passes import run_pipeline
+
+        graph = result.graph
+        assert graph is not None
+        log_graph.debug("jitgraph: traced graph of %s:\n%s", self.name, graph)
+        backend = resolve_backend(self.backend)
+        try:
+            start = time.perf_counter()
+            optimised, report = run_pipeline(graph, self.options)
+            entry.times["passes"] = time.perf_counter() - start
+            entry.times.update({f"pass:{name}": seconds for name, seconds in report.times.items()})
+            start = time.perf_counter()
+            compiled = get_backend(backend)(optimised, self.options)
+            entry.times["backend"] = time.perf_counter() - start
+        except Exception as exc:
+            if strict() and backend == "eager":
+                raise
+            log.warning("jitgraph: %s backend failed on %s (%s: %s); running eagerly",
+                        backend, self.name, type(exc).__name__, exc)
+            entry.break_reason = BreakReason(f"{backend} backend failed: {exc}", None, None)
+            return
+        entry.graph = optimised
+        entry.compiled = compiled
+        entry.build = build_output(result.out_spec, result.guards.constants)
+        entry.mode = "graph"
+
+    # ---- inspection -----------------------------------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        self._info.entries = len(self.entries)
+        return CacheInfo(**vars(self._info))
+
+    def recompile_reasons(self) -> list[str]:
+        return list(self._reasons)
+
+    def break_reasons(self) -> list[BreakReason]:
+        return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]
+
+    def graphs(self) -> list[Graph]:
+        return [e.graph for e in self.entries if e.graph is not None]
+
+    def reset(self) -> None:
+        self._table.clear()
+        self.entries.clear()
+        self._info = CacheInfo()
+        self._reasons.clear()
+        self._failing.clear()
+        self._disabled = False
+
+
+def resolve_backend(name: str | None) -> str:
+    """The backend to use: the named one (its module imported on first use, so it can register itself), else
+    "cpu" once the CPU backend is available, else "eager"."""
+    from jitgraph.backends import base
+
+    wanted = name or "cpu"
+    if wanted not in base._BACKENDS:
+        try:
+            importlib.import_module(f"jitgraph.backends.{wanted}")
+        except ImportError:
+            if name is not None:
+                return name  # get_backend names the known backends in its error
+    if name is None and "cpu" not in base._BACKENDS:
+        return "eager"
+    return wanted
+
+
+# ---- output rebuilding ------------------------------------------------------------------------------------------
+def build_output(spec: Any, constants: list[Any]) -> Any:
+    """Compile an output spec into ``build(outs, leaves, args, kwargs) -> return value``."""
+    tag = spec[0]
+    if tag == "out":
+        k, kind = spec[1], spec[2]
+        if kind == "array":
+            return lambda o, leaves, a, kw: o[k] if type(o[k]) is np.ndarray else np.asarray(o[k])
+        if kind == "scalar":
+            return lambda o, leaves, a, kw: o[k][()] if type(o[k]) is np.ndarray else o[k]
+        return lambda o, leaves, a, kw: _python_scalar(o[k])
+    if tag == "leaf":
+        i = spec[1]
+        return lambda o, leaves, a, kw: leaves[i]
+    if tag == "view":
+        i, path = spec[1], spec[2]
+        from jitgraph.ir.ops import OPS
+
+        steps = [(OPS[s.op].impl, s.kwargs) for s in path]
+
+        def view(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> Any:
+            value = leaves[i]
+            for impl, attrs in steps:
+                value = impl(value, **attrs)
+            return value
+
+        return view
+    if tag == "const":
+        value = spec[1]
+        return lambda o, leaves, a, kw: value
+    if tag == "source":
+        code = spec[1]
+        return lambda o, leaves, a, kw: eval(code, {"A": a, "KW": kw, "K": constants})
+    if tag in ("tuple", "list"):
+        parts = [build_output(s, constants) for s in spec[1]]
+        ctor = tuple if tag == "tuple" else list
+        return lambda o, leaves, a, kw: ctor(p(o, leaves, a, kw) for p in parts)
+    if tag == "dict":
+        keys = spec[1]
+        parts = [build_output(s, constants) for s in spec[2]]
+        return lambda o, leaves, a, kw: {k: p(o, leaves, a, kw) for k, p in zip(keys, parts)}
+    raise ValueError(f"bad output spec {spec!r}")
+
+
+def _python_scalar(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return python_type(value.dtype)(value.item() if isinstance(value, np.ndarray) else value)
+    return value

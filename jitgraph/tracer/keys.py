@@ -1,0 +1,150 @@
+"""The dispatch key: every argument guard in one flat, hashable tuple, built in one pass over the arguments.
+
+A cached call costs one walk over the arguments and one dict lookup, instead of evaluating guard objects one by
+one. The same walk lists the *leaves* (arrays, Python floats, NumPy scalars) in the order the tracer made them
+graph inputs. The readable form of the same guards (``x.shape == (256, 784)``) is produced separately, on the
+slow path only.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.types import layout_of
+
+_ndarray = np.ndarray
+_generic = np.generic
+_IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc,
+                   types.MethodType)
+
+
+def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
+    t = type(value)
+    if t is _ndarray:
+        parts.append((value.shape, value.dtype, value.strides))
+        leaves.append(value)
+    elif t is float:
+        parts.append(float)
+        leaves.append(value)
+    elif t is int or t is bool or t is str or value is None:
+        parts.append((t, value))
+    elif t is tuple or t is list:
+        parts.append((t, len(value)))
+        for v in value:
+            flatten(v, parts, leaves)
+    elif t is dict:
+        parts.append((dict, tuple(value)))
+        for v in value.values():
+            flatten(v, parts, leaves)
+    elif isinstance(value, _generic):
+        parts.append(t)
+        leaves.append(value)
+    elif isinstance(value, _IDENTITY_TYPES):
+        parts.append((t, id(value)))
+    else:
+        parts.append(t)
+
+
+def make_key(args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> tuple:
+    """The key of a call; fills ``leaves``. Top-level arrays, the common case, skip the recursive walk."""
+    parts: list[Any] = []
+    append = parts.append
+    for a in args:
+        if type(a) is _ndarray:
+            append((a.shape, a.dtype, a.strides))
+            leaves.append(a)
+        else:
+            flatten(a, parts, leaves)
+    if kwargs:
+        append(tuple(kwargs))
+        for v in kwargs.values():
+            flatten(v, parts, leaves)
+    return tuple(parts)
+
+
+def alias_pattern(leaves: list[Any]) -> tuple | None:
+    """None when no two array leaves can share memory (the common case, decided by their owners' ids);
+    otherwise the exact pattern: which leaves are the same array and which merely overlap."""
+    roots = set()
+    count = 0
+    for a in leaves:
+        if type(a) is _ndarray:
+            count += 1
+            base = a.base
+            roots.add(id(a) if base is None else id(base))
+    if len(roots) == count:
+        return None
+    arrays = [(i, a) for i, a in enumerate(leaves) if type(a) is _ndarray]
+    pattern = []
+    for n, (i, a) in enumerate(arrays):
+        for j, b in arrays[n + 1:]:
+            if a is b:
+                pattern.append(("same", i, j))
+            elif np.may_share_memory(a, b):
+                pattern.append(("overlap", i, j))
+    return tuple(pattern) or None
+
+
+def describe(args: tuple, kwargs: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Readable facts the key encodes: ``{"x.shape": (256, 784), "type(params)": "dict", ...}``."""
+    facts: dict[str, Any] = {}
+    for name, value in list(zip(names, args)) + list(kwargs.items()):
+        _describe(value, name, facts)
+    return facts
+
+
+def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
+    t = type(value)
+    facts[f"type({name})"] = t.__qualname__
+    if t is _ndarray:
+        facts[f"{name}.shape"] = value.shape
+        facts[f"{name}.dtype"] = str(value.dtype)
+        facts[f"{name}.layout"] = layout_of(value)
+        facts[f"{name}.strides"] = value.strides
+    elif t in (int, bool, str) or value is None:
+        facts[name] = value
+    elif t is tuple or t is list:
+        facts[f"len({name})"] = len(value)
+        for i, v in enumerate(value):
+            _describe(v, f"{name}[{i}]", facts)
+    elif t is dict:
+        facts[f"{name}.keys()"] = list(value)
+        for k, v in value.items():
+            _describe(v, f"{name}[{k!r}]", facts)
+    elif isinstance(value, _IDENTITY_TYPES):
+        facts[f"id({name})"] = getattr(value, "__qualname__", repr(value))
+
+
+def guard_texts(facts: dict[str, Any]) -> list[str]:
+    """Facts as guard expressions: ``x.shape == (256, 784)``, ``type(params) is dict``."""
+    out = []
+    for label, value in facts.items():
+        if label.startswith("type("):
+            out.append(f"{label} is {value}")
+        elif label.startswith("id("):
+            out.append(f"{label[3:-1]} is {value}")
+        elif label.endswith(".strides"):
+            continue
+        else:
+            out.append(f"{label} == {value!r}")
+    return out
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``x.shape[0]: 256 -> 128`` lines for every fact that changed."""
+    changes = []
+    for label in list(old) + [k for k in new if k not in old]:
+        a, b = old.get(label, "<absent>"), new.get(label, "<absent>")
+        if a == b or (label not in old or label not in new) and changes:
+            continue  # facts about elements that appeared or vanished follow from the structure change
+        if label.endswith(".strides") and any(x.startswith(label[:-8]) and x.endswith((".shape", ".dtype"))
+                                              and old.get(x) != new.get(x) for x in old):
+            continue  # strides follow from a shape or dtype change already reported
+        if label.endswith(".shape") and isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+            changes.extend(f"{label}[{i}]: {x} -> {y}" for i, (x, y) in enumerate(zip(a, b)) if x != y)
+        else:
+            changes.append(f"{label}: {a!r} -> {b!r}")
+    return changes

@@ -1,0 +1,210 @@
+"""NumPy table entries that create arrays: zeros/ones/full(_like), arange, eye, array/asarray/copy, astype and
+scalar-type conversions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.numpy_table import NUMPY, Lowering, _array, _dtype, _shape_arg, method, numpy
+from jitgraph.tracer.values import TArray, contains_tarray, is_plain
+
+
+# ---- creation -------------------------------------------------------------------------------------------------
+def _fill(name: str) -> Lowering:
+    def fn(tx: TraceContext, shape: Any, dtype: Any = float, order: str = "C", **kwargs: Any) -> Any:
+        return tx.fresh(tx.op(name, shape=_shape_arg(tx, shape), dtype=_dtype(tx, dtype)))
+
+    return fn
+
+
+NUMPY[np.zeros] = _fill("zeros")
+NUMPY[np.ones] = _fill("ones")
+NUMPY[np.empty] = _fill("zeros")  # contents unspecified: zeros is a valid choice and keeps outputs deterministic
+
+
+def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.dtype | None) -> TArray:
+    if isinstance(value, TArray):
+        node = tx.read(value)
+        dt = dtype if dtype is not None else (np.dtype(np.float64) if node.tensor_type.weak else
+                                               node.tensor_type.dtype)
+        node = tx.op("astype", node, dtype=dt)
+        return tx.fresh(tx.op("copy", tx.op("broadcast_to", node, shape=shape)))
+    if not is_plain(value):
+        tx.graph_break("np.full with a non-scalar fill value")
+    dt = dtype if dtype is not None else np.asarray(value).dtype
+    return tx.fresh(tx.op("full", shape=shape, dtype=dt, value=value))
+
+
+@numpy(np.full)
+def _full(tx: TraceContext, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> Any:
+    return _full_node(tx, _shape_arg(tx, shape), fill_value, None if dtype is None else _dtype(tx, dtype))
+
+
+def _like(name: str) -> Lowering:
+    def fn(tx: TraceContext, a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+           shape: Any = None) -> Any:
+        t = tx.type_of(_array(tx, a))
+        out_shape = t.shape if shape is None else _shape_arg(tx, shape)
+        dt = t.dtype if dtype is None else _dtype(tx, dtype)
+        if t.weak and dtype is None:
+            dt = np.dtype(np.float64) if t.dtype.kind == "f" else np.dtype(np.int64)
+        return tx.fresh(tx.op(name, shape=out_shape, dtype=dt))
+
+    return fn
+
+
+NUMPY[np.zeros_like] = _like("zeros")
+NUMPY[np.ones_like] = _like("ones")
+NUMPY[np.empty_like] = _like("zeros")
+
+
+@numpy(np.full_like)
+def _full_like(tx: TraceContext, a: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    t = tx.type_of(_array(tx, a))
+    return _full_node(tx, t.shape, fill_value, t.dtype if dtype is None else _dtype(tx, dtype))
+
+
+@numpy(np.arange)
+def _arange(tx: TraceContext, start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+    if contains_tarray([start, stop, step]):
+        tx.graph_break("np.arange with bounds computed from array data")
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    try:
+        dt = np.arange(start, start + step, step, dtype=dtype).dtype
+    except Exception as exc:  # noqa: BLE001
+        tx.graph_break(f"np.arange: {exc}", exc)
+    return tx.fresh(tx.op("arange", start=start, stop=stop, step=step, dtype=dt))
+
+
+@numpy(np.eye)
+def _eye(tx: TraceContext, N: int, M: int | None = None, k: int = 0, dtype: Any = float, **kwargs: Any) -> Any:
+    return tx.fresh(tx.op("eye", n=int(N), m=int(N if M is None else M), k=int(k), dtype=_dtype(tx, dtype)))
+
+
+@numpy(np.identity)
+def _identity(tx: TraceContext, n: int, dtype: Any = None) -> Any:
+    return _eye(tx, n, dtype=float if dtype is None else dtype)
+
+
+@numpy(np.copy)
+def _np_copy(tx: TraceContext, a: Any, order: str = "K", subok: bool = False) -> Any:
+    return tx.fresh(tx.op("copy", tx.node(a)), "array")
+
+
+@method("copy")
+def _m_copy(tx: TraceContext, a: TArray, order: str = "C") -> Any:
+    return tx.fresh(tx.op("copy", tx.read(a)), a.kind)
+
+
+@numpy(np.array)
+def _np_array(tx: TraceContext, obj: Any, dtype: Any = None, *, copy: bool = True, **kwargs: Any) -> Any:
+    value = obj if isinstance(obj, TArray) else (tx.stack_values(obj) if contains_tarray(obj) else None)
+    if value is None:
+        try:
+            return tx.fresh(tx.builder.const(np.array(obj, dtype=dtype)), "array")
+        except Exception as exc:  # noqa: BLE001
+            tx.graph_break(f"np.array: {exc}", exc)
+    node = tx.read(value)
+    if dtype is not None:
+        node = tx.op("astype", node, dtype=_dtype(tx, dtype))
+    elif node.tensor_type.weak:
+        node = tx.op("astype", node, dtype=node.tensor_type.dtype)
+    if copy is False and node is tx.read(value):
+        return value if value.kind == "array" else tx.fresh(node, "array")
+    return tx.fresh(tx.op("copy", node), "array")
+
+
+@numpy(np.asarray, np.asanyarray)
+def _asarray(tx: TraceContext, a: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
+    if isinstance(a, TArray) and a.kind == "array" and (dtype is None or _dtype(tx, dtype) == tx.type_of(a).dtype):
+        return a
+    return _np_array(tx, a, dtype=dtype, copy=False)
+
+
+@numpy(np.ascontiguousarray)
+def _ascontiguousarray(tx: TraceContext, a: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    if isinstance(a, TArray) and a.kind == "array" and tx.layout(a) == "C" and dtype is None:
+        return a
+    return _np_array(tx, a, dtype=dtype)
+
+
+@method("astype")
+def _astype(tx: TraceContext, a: TArray, dtype: Any, order: str = "K", casting: str = "unsafe",
+            subok: bool = True, copy: bool = True) -> Any:
+    dt = _dtype(tx, dtype)
+    if casting != "unsafe" and not np.can_cast(tx.type_of(a).dtype, dt, casting=casting):
+        err = TypeError(f"Cannot cast array data from {tx.type_of(a).dtype} to {dt} according to the rule "
+                        f"'{casting}'")
+        tx.graph_break(str(err), err)
+    if not copy and dt == tx.type_of(a).dtype:
+        return a
+    return tx.fresh(tx.op("astype", tx.read(a), dtype=dt), a.kind)
+
+
+@method("fill")
+def _fill_method(tx: TraceContext, a: TArray, value: Any) -> None:
+    t = tx.type_of(a)
+    node = tx.op("astype", tx.op("broadcast_to", tx.node(value), shape=t.shape), dtype=t.dtype)
+    tx.write(a, node)
+
+
+@method("item", "tolist", "nonzero", "tobytes", "__array__")
+def _needs_data(tx: TraceContext, a: TArray, *args: Any, **kwargs: Any) -> Any:
+    tx.graph_break("this array method needs the array's data at trace time (.item(), .tolist(), .nonzero())")
+
+
+@numpy(np.shape)
+def _np_shape(tx: TraceContext, a: Any) -> tuple[int, ...]:
+    return tx.type_of(_array(tx, a)).shape
+
+
+@numpy(np.ndim)
+def _np_ndim(tx: TraceContext, a: Any) -> int:
+    return tx.type_of(_array(tx, a)).ndim
+
+
+@numpy(np.size)
+def _np_size(tx: TraceContext, a: Any, axis: Any = None) -> int:
+    t = tx.type_of(_array(tx, a))
+    return t.size if axis is None else t.shape[axis]
+
+
+@numpy(np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo)
+def _plain_numpy(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+    tx.graph_break("this NumPy helper is only supported on trace-time values")
+
+
+for _helper in (np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo):
+    def _make(helper: Any) -> Lowering:
+        def fn(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+            if contains_tarray(list(args)) or contains_tarray(list(kwargs.values())):
+                tx.graph_break(f"np.{helper.__name__} on traced values")
+            return helper(*args, **kwargs)
+
+        return fn
+
+    NUMPY[_helper] = _make(_helper)
+
+
+def _scalar_type(dtype_type: type) -> Lowering:
+    def fn(tx: TraceContext, value: Any = 0) -> Any:
+        if isinstance(value, TArray):
+            node = tx.op("astype", tx.read(value), dtype=np.dtype(dtype_type))
+            return tx.fresh(node, "scalar" if node.tensor_type.shape == () else "array")
+        if not is_plain(value):
+            tx.graph_break(f"np.{dtype_type.__name__} of a non-constant")
+        return dtype_type(value)
+
+    return fn
+
+
+for _t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+           np.uint32, np.uint64, np.bool_, np.complex64, np.complex128):
+    NUMPY[_t] = _scalar_type(_t)
+
+

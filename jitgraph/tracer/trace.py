@@ -1,0 +1,95 @@
+"""Entry point of the tracer: one call's arguments in, a graph (or a break reason), guards and an output spec out."""
+
+from __future__ import annotations
+
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, eliminate_dead
+from jitgraph.tracer.calls import call, inline
+from jitgraph.tracer.context import GraphBreak, TraceContext
+from jitgraph.tracer.guards import GuardSet, Source
+from jitgraph.tracer.values import TArray, is_plain
+
+
+@dataclass
+class TraceResult:
+    graph: Graph | None
+    out_spec: Any
+    guards: GuardSet
+    breaks: GraphBreak | None
+    n_arg_leaves: int
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parameter_names(fn: Any, nargs: int) -> list[str]:
+    """Readable names for positional arguments (``x``, ``params``; ``args[2]`` for ``*args``)."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return [f"arg{i}" for i in range(nargs)]
+    names = list(code.co_varnames[:code.co_argcount])
+    if isinstance(fn, types.MethodType):
+        names = names[1:]
+    star = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] if code.co_flags & 0x04 else "args"
+    return [names[i] if i < len(names) else f"{star}[{i - len(names)}]" for i in range(nargs)]
+
+
+def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
+    start = time.perf_counter()
+    guards = GuardSet()
+    tx = TraceContext(guards)
+    guards.const(fn)  # K[0] is always the compiled callable
+    names = parameter_names(fn, len(args))
+    wrapped = [tx.wrap_arg(a, Source(f"A[{i}]", names[i])) for i, a in enumerate(args)]
+    wrapped_kw = {k: tx.wrap_arg(v, Source(f"KW[{k!r}]", k)) for k, v in kwargs.items()}
+    tx.n_arg_leaves = len(tx.builder.inputs)
+    try:
+        if isinstance(fn, types.MethodType):
+            owner = fn.__self__
+            tx.external[id(owner)] = (owner, Source("K[0].__self__", "self"))
+            result = call(tx, fn.__func__, [owner] + wrapped, wrapped_kw)
+        elif isinstance(fn, types.FunctionType):
+            result = inline(tx, fn, wrapped, wrapped_kw)
+        else:
+            result = call(tx, fn, wrapped, wrapped_kw)
+        outputs: list[Any] = []
+        spec = _output_spec(tx, result, outputs)
+        mutations = [(b.input_index, b.node) for b in tx.buffers
+                     if b.input_index is not None and b.node is not tx.builder.inputs[b.input_index]]
+        graph = eliminate_dead(tx.builder.build(outputs, mutations))
+        brk = None
+    except GraphBreak as exc:
+        graph, spec, brk = None, None, exc
+    return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start)
+
+
+def _output_spec(tx: TraceContext, value: Any, outputs: list[Any]) -> Any:
+    """Describe how to rebuild the return value from graph outputs, arguments and constants."""
+    if isinstance(value, TArray):
+        buffer = value.buffer
+        if value.kind == "array" and buffer.input_index is not None:
+            if not value.path:
+                return ("leaf", buffer.input_index)
+            return ("view", buffer.input_index, value.path)
+        outputs.append(tx.read(value))
+        return ("out", len(outputs) - 1, value.kind)
+    source = tx.source_of(value)
+    if source is not None and not isinstance(value, tuple):
+        return ("source", compile(source.code, "<jitgraph output>", "eval"))
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_output_spec(tx, v, outputs) for v in value))
+    if isinstance(value, list):
+        return ("list", tuple(_output_spec(tx, v, outputs) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(value), tuple(_output_spec(tx, v, outputs) for v in value.values()))
+    if is_plain(value) or isinstance(value, np.generic | types.ModuleType | types.BuiltinFunctionType | type):
+        return ("const", value)
+    if isinstance(value, types.FunctionType) and id(value) not in tx.made_functions:
+        return ("const", value)
+    tx.graph_break(f"returning a {type(value).__name__} from a compiled function")

@@ -1,0 +1,224 @@
+"""Check the CUDA backend on a real GPU: every kernel family against NumPy, then the workload timing table.
+
+    python scripts/gpu_check.py                       # on a GPU machine: full sizes, well under 5 minutes
+    NUMBA_ENABLE_CUDASIM=1 python scripts/gpu_check.py --sim   # tiny sizes in Numba's simulator (no GPU)
+
+Part 1 runs one graph per kernel family (``jitgraph.backends.cuda.selfcheck``) with device-resident arguments and
+prints agreement with the eager interpreter. Part 2 runs the workloads of ``benchmarks/workloads.py`` (W1..W6) at
+full size: NumPy on the CPU, ``backend="cpu"``, and ``backend="cuda"`` with device-resident arguments (call time,
+kernel time from CUDA events, then the device->host copy of the results counted separately), plus the time of a
+call with host NumPy arguments (which pays both transfers). For the bandwidth-bound workloads (W1, W4, W6) it prints
+the achieved fraction of the device's theoretical DRAM bandwidth (memory clock x bus width, or ``--peak-gbps``),
+counting kernel time only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _median(fn: Callable[[], object], repeat: int, budget: float) -> float:
+    times: list[float] = []
+    start = time.perf_counter()
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+        if time.perf_counter() - start > budget and len(times) >= 3:
+            break
+    return float(np.median(times))
+
+
+def families(scale: float) -> bool:
+    from jitgraph.backends.cuda import selfcheck
+
+    print("== kernel families vs NumPy (device-resident arguments) ==")
+    all_ok = True
+    for check in selfcheck.checks(scale):
+        try:
+            ok, err, chosen = selfcheck.run_check(check)
+            status = "ok  " if ok else "FAIL"
+            print(f"  {status} {check.name:<26} {check.family:<24} kernels: {chosen:<28} max rel err {err:.1e}")
+        except Exception as exc:  # report and go on: one broken family must not hide the others
+            ok = False
+            print(f"  FAIL {check.name:<26} {check.family:<24} {type(exc).__name__}: {exc}")
+            traceback.print_exc(limit=3)
+        all_ok = all_ok and ok
+    return all_ok
+
+
+def _workloads() -> tuple[dict[str, tuple[str, Callable[..., Any]]], Callable[..., list[np.ndarray]], dict[str, int]]:
+    """The workload table, tolerant of renames in benchmarks/workloads.py."""
+    import benchmarks.workloads as w
+
+    table = getattr(w, "WORKLOADS", None)
+    if table is None:
+        fns = {name.split("_")[0].upper(): fn for name, fn in vars(w).items()
+               if callable(fn) and name[:1] == "w" and name[1:2].isdigit()}
+        table = {k: (k, fn) for k, fn in sorted(fns.items())}
+    bound = getattr(w, "BANDWIDTH_BOUND", {"W1": 4, "W4": 2, "W6": 7})
+    return table, w.make_inputs, bound
+
+
+def _cuda_entry(compiled_fn: Any) -> Any:
+    """The CUDA CompiledGraph the tracer made for the last call, or the reason there is none."""
+    entries = getattr(compiled_fn, "entries", [])
+    for entry in reversed(entries):
+        if getattr(entry, "compiled", None) is not None and hasattr(entry.compiled, "plans"):
+            return entry
+    reasons = compiled_fn.break_reasons() if hasattr(compiled_fn, "break_reasons") else []
+    return "; ".join(str(r) for r in reasons) or "no CUDA graph was compiled"
+
+
+def _leaves(entry: Any, args: list[Any]) -> list[Any]:
+    from jitgraph.tracer.keys import make_key
+
+    leaves: list[Any] = []
+    make_key(tuple(args), {}, leaves)
+    return leaves + (entry.check(tuple(args), {}) or [])
+
+
+def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.ndarray], repeat: int,
+                 budget: float) -> dict[str, Any]:
+    import jitgraph
+    from jitgraph.backends.base import _BACKENDS
+    from jitgraph.backends.cuda import runtime
+
+    row: dict[str, Any] = {"name": name, "desc": desc}
+    ea = [x.copy() for x in inputs]
+    row["numpy"] = _median(lambda: fn(*ea), repeat, budget)
+    if "cpu" not in _BACKENDS:
+        try:
+            import jitgraph.backends.cpu  # noqa: F401
+        except ImportError:
+            pass
+    if "cpu" in _BACKENDS:
+        cpu_fn = jitgraph.compile(fn, backend="cpu")
+        ca = [x.copy() for x in inputs]
+        cpu_fn(*ca)
+        row["cpu"] = _median(lambda: cpu_fn(*ca), repeat, budget)
+    gpu_fn = jitgraph.compile(fn, backend="cuda")
+    ha = [x.copy() for x in inputs]
+    t = time.perf_counter()
+    gpu_fn(*ha)
+    row["compile"] = time.perf_counter() - t
+    entry = _cuda_entry(gpu_fn)
+    if isinstance(entry, str):
+        row["note"] = f"not compiled for CUDA: {entry}"
+        return row
+    # Correctness on device-resident arguments against NumPy on the same inputs.
+    want_args = [x.copy() for x in inputs]
+    want = fn(*want_args)
+    dev_leaves = [runtime.to_device(v) if isinstance(v, np.ndarray) and v.ndim else v
+                  for v in _leaves(entry, [x.copy() for x in inputs])]
+    outs = entry.compiled(dev_leaves)
+    runtime.synchronize()
+    got = entry.build([runtime.to_host(o) for o in outs], dev_leaves, tuple(inputs), {}) if outs else None
+    host_leaves = [runtime.to_host(v) for v in dev_leaves]
+    rtol, atol = (2e-3, 1e-4) if name == "W5" else (1e-4, 1e-5)
+    ok = all(np.allclose(a, b, rtol=rtol, atol=atol) for a, b in zip(host_leaves, want_args))
+    if want is not None:
+        ok = ok and np.allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=atol)
+    row["ok"] = bool(ok)
+
+    def device_call() -> None:
+        entry.compiled(dev_leaves)
+        runtime.synchronize()
+
+    device_call()
+    row["gpu"] = _median(device_call, repeat, budget)
+    runtime.KERNEL_EVENTS = []
+    for _ in range(5):
+        entry.compiled(dev_leaves)
+    row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
+    runtime.KERNEL_EVENTS = None
+    outs = entry.compiled(dev_leaves)
+    runtime.synchronize()
+    row["d2h"] = _median(lambda: [runtime.to_host(o) for o in outs], repeat, budget) if outs else 0.0
+    ha = [x.copy() for x in inputs]
+    row["host_call"] = _median(lambda: gpu_fn(*ha), repeat, budget)
+    row["bytes"] = inputs[0].size * inputs[0].dtype.itemsize
+    return row
+
+
+def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
+    from jitgraph.backends.cuda import runtime
+
+    workloads, make_inputs, bound = _workloads()
+    print("\n== workloads: NumPy (CPU) vs backend='cpu' vs backend='cuda' ==")
+    print("gpu = call with device-resident arguments (kernels + launch + allocation); kernel = CUDA-event time of "
+          "the kernels alone; d2h = copying the results to the host; host-args = a call with NumPy arguments "
+          "(pays both transfers)")
+    head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'kernel ms':>9} | "
+            f"{'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | ok  |")
+    print(head)
+    print("|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|")
+    rows = []
+    for name, (desc, fn) in workloads.items():
+        try:
+            row = workload_row(name, desc, fn, make_inputs(name, scale), repeat, budget)
+        except Exception as exc:  # keep going: the table shows which workload failed and why
+            row = {"name": name, "desc": desc, "note": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc(limit=4)
+        rows.append(row)
+
+        def ms(key: str, row: dict[str, Any] = row) -> str:
+            return f"{row[key] * 1e3:.3f}" if key in row else "-"
+
+        ratio = f"{row['numpy'] / row['gpu']:.1f}x" if "gpu" in row and "numpy" in row else "-"
+        ok = {True: "yes", False: "NO"}.get(row.get("ok"), "-")
+        label = f"{name} {desc}"[:34]
+        print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {ms('kernel'):>9} | "
+              f"{ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {ok:<3} |")
+        if "note" in row:
+            print(f"    {name}: {row['note']}")
+    info = runtime.device_info()
+    peak_gbps = peak or info.peak_gbps
+    print(f"\n== bandwidth (kernel time only; peak {peak_gbps or 'unknown'} GB/s"
+          f"{' from --peak-gbps' if peak else ' from memory clock x bus width'}) ==")
+    for row in rows:
+        arrays = bound.get(row["name"])
+        if not arrays or "kernel" not in row or not row["kernel"]:
+            continue
+        gbps = arrays * row["bytes"] / row["kernel"] / 1e9
+        frac = f"{100 * gbps / peak_gbps:.0f}% of peak" if peak_gbps else "peak unknown: pass --peak-gbps"
+        print(f"  {row['name']}: {arrays} arrays x {row['bytes'] / 1e6:.0f} MB in {row['kernel'] * 1e3:.3f} ms "
+              f"= {gbps:.0f} GB/s, {frac}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sim", action="store_true", help="tiny sizes under Numba's CUDA simulator")
+    parser.add_argument("--peak-gbps", type=float, default=None, help="theoretical DRAM bandwidth of the GPU")
+    parser.add_argument("--skip-workloads", action="store_true", help="only the kernel-family checks")
+    args = parser.parse_args()
+    if args.sim and "numba.cuda" not in sys.modules:
+        os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    from jitgraph.backends.cuda import runtime
+
+    runtime.require_cuda()
+    info = runtime.device_info()
+    print(f"device: {info.name} ({info.sm_count} SMs, simulated={info.simulated}, peak "
+          f"{info.peak_gbps and round(info.peak_gbps)} GB/s)")
+    start = time.perf_counter()
+    ok = families(0.002 if args.sim else 1.0)
+    if not args.skip_workloads:
+        table(2e-4 if args.sim else 1.0, args.peak_gbps, 3 if args.sim else 30, 0.5 if args.sim else 2.0)
+    print(f"\nfinished in {time.perf_counter() - start:.1f} s; kernel families {'all agree' if ok else 'DISAGREE'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Reductions inside kernels: every op over leading, middle, trailing and several axes, NaN propagation as NumPy
+does it, and float32 sums as accurate as NumPy's pairwise summation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers_cpu import check_against_eager, cpu_compile
+from jitgraph.ir import GraphBuilder, TensorType
+from jitgraph.passes.fuse import fuse_graph
+
+OPS = ("sum", "mean", "max", "min", "prod", "any", "all")
+
+
+def reductions_graph(shape: tuple[int, ...], dtype: str, axes: tuple[int, ...], keepdims: bool):
+    """positive(x) then every reduction over ``axes``: one kernel (the elementwise op gives it a producer)."""
+    b = GraphBuilder()
+    x = b.input(TensorType(shape, np.dtype(dtype)), "x")
+    p = b.op("positive", x)
+    outs = [b.op(op, p, axis=axes, keepdims=keepdims) for op in OPS]
+    if np.dtype(dtype).kind == "f":
+        outs.append(b.op("multiply", p, b.op("mean", p, axis=axes, keepdims=True)))  # re-broadcast consumer
+    return b.build(outs)
+
+
+CASES = [
+    ((5, 6, 7), "float64", (0,), False),
+    ((5, 6, 7), "float64", (2,), True),
+    ((5, 6, 7), "float64", (0, 2), True),
+    ((5, 6, 7), "float64", (0, 1, 2), False),
+    ((9, 13), "float32", (1,), True),
+    ((4, 5, 6), "int32", (1, 2), False),
+]
+
+
+@pytest.mark.parametrize(("shape", "dtype", "axes", "keepdims"), CASES)
+def test_reductions_against_numpy(shape, dtype, axes, keepdims):  # noqa: ANN001
+    graph = reductions_graph(shape, dtype, axes, keepdims)
+    assert sum(n.op == "fused" for n in fuse_graph(graph).nodes) == 1
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 2).astype(dtype)
+    if np.dtype(dtype).kind == "i":
+        x = rng.integers(-3, 4, shape).astype(dtype)
+    check_against_eager(graph, [x])
+
+
+def test_max_min_propagate_nan_like_numpy():
+    graph = reductions_graph((6, 9), "float64", (1,), True)
+    x = np.arange(54, dtype=np.float64).reshape(6, 9)
+    x[1, 0] = np.nan
+    x[2, 8] = np.nan
+    x[3, :] = np.nan
+    x[4, 4] = -np.inf
+    x[5, 3] = np.inf
+    got = check_against_eager(graph, [x])
+    assert np.isnan(got[2][1:4]).all() and np.isnan(got[3][1:4]).all()
+
+
+def test_float32_sum_is_as_accurate_as_numpy():
+    n = 1 << 20
+    b = GraphBuilder()
+    x = b.input(TensorType((n,), np.dtype("f4")), "x")
+    graph = b.build([b.op("sum", b.op("positive", x), axis=(0,), keepdims=False)])
+    rng = np.random.default_rng(4)
+    xs = (rng.random(n) + 0.5).astype(np.float32)  # all positive: a naive float32 loop drifts badly
+    exact = np.sum(xs.astype(np.float64))
+    (got,) = cpu_compile(graph)([xs])
+    assert got.dtype == np.float32
+    assert abs(float(got) - exact) <= max(abs(float(np.sum(xs)) - exact), abs(exact) * 2**-24)
+
+
+def test_reduction_over_strided_and_fortran_inputs():
+    graph = reductions_graph((8, 12), "float64", (0,), True)
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((12, 16))
+    check_against_eager(graph, lambda: [base.T[:, ::2].copy(order="F")])
+    check_against_eager(graph, lambda: [base.copy().T[:, 2:14]])
+
+
+def test_zero_size_reductions():
+    b = GraphBuilder()
+    x = b.input(TensorType((0, 4), np.dtype("f8")), "x")
+    p = b.op("positive", x)
+    graph = b.build([b.op("sum", p, axis=(0,), keepdims=False), b.op("prod", p, axis=(0,), keepdims=True),
+                     b.op("any", p, axis=(0,), keepdims=False), b.op("all", p, axis=(0,), keepdims=False),
+                     b.op("mean", p, axis=(1,), keepdims=False)])
+    check_against_eager(graph, [np.zeros((0, 4))])

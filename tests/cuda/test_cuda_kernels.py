@@ -1,0 +1,209 @@
+"""Every CUDA kernel family against eager NumPy, in the simulator at small sizes.
+
+Families: elementwise (grid-stride), broadcast, row-wise reductions (block per row, shared-memory tree),
+column-wise reductions (thread per column), full reductions (two stages), softmax and layernorm (one kernel per
+row block), matmul with a fused epilogue, and matmul followed by a reduction epilogue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_util import assert_matches_eager, build, compile_cuda, rand
+
+# The simulator runs kernels as Python on NumPy scalars, which warn where the GPU silently wraps or makes NaN.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _families(compiled) -> list[str]:  # noqa: ANN001
+    return [p.family for p in compiled.plans.values()]
+
+
+def test_elementwise_w1_chain() -> None:
+    g = build([((300,), "float32")] * 3, lambda b, x, y, z: b.op("add", b.op(
+        "multiply", b.op("tanh", b.op("add", b.op("multiply", x, y), z)), b.const(0.5)), x))
+    c = assert_matches_eager(g, [rand((300,), seed=k) for k in range(3)])
+    assert _families(c) == ["elementwise"]
+    assert "math.tanh" in next(iter(c.kernel_sources.values()))
+
+
+def test_broadcast_row_and_column_operands() -> None:
+    def fn(b, x, row, col):  # noqa: ANN001, ANN202
+        return b.op("maximum", b.op("subtract", b.op("multiply", x, row), col), b.const(0.0))
+
+    g = build([((12, 40), "float32"), ((40,), "float32"), ((12, 1), "float32")], fn)
+    c = assert_matches_eager(g, [rand((12, 40)), rand((40,), seed=1), rand((12, 1), seed=2)])
+    assert _families(c) == ["elementwise"]
+
+
+def test_gelu_with_power_and_float64() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        inner = b.op("multiply", b.const(0.7978845608), b.op("add", x, b.op("multiply", b.const(0.044715),
+                                                                                 b.op("power", x, b.const(3)))))
+        return b.op("multiply", b.op("multiply", b.const(0.5), x), b.op("add", b.const(1.0), b.op("tanh", inner)))
+
+    for dtype in ("float32", "float64"):
+        g = build([((257,), dtype)], fn)
+        assert_matches_eager(g, [rand((257,), dtype)], rtol=1e-5)
+
+
+UNARY = ["negative", "absolute", "exp", "log1p", "expm1", "sqrt", "sin", "cos", "arctan", "square", "floor", "ceil",
+         "trunc", "rint", "sign", "isnan", "isinf", "isfinite", "signbit", "exp2", "log2", "cosh", "arcsinh"]
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_emitters(op: str) -> None:
+    x = rand((64,), low=-3, high=3)
+    x[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    if op in ("log1p", "sqrt", "log2"):
+        x = np.abs(x)
+    g = build([((64,), "float32")], lambda b, v: b.op(op, b.op("add", v, b.const(0.0))))
+    assert_matches_eager(g, [x], rtol=1e-5, atol=1e-6)
+
+
+BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "maximum", "minimum",
+          "fmax", "fmin", "less", "greater_equal", "equal", "arctan2", "hypot", "copysign", "logaddexp"]
+
+
+@pytest.mark.parametrize("op", BINARY)
+def test_binary_emitters_float_with_nan(op: str) -> None:
+    x, y = rand((48,), seed=3), rand((48,), seed=4)
+    x[0], y[1], y[2] = np.nan, np.nan, 0.0
+    g = build([((48,), "float32"), ((48,), "float32")], lambda b, u, v: b.op(op, b.op("add", u, b.const(0.0)), v))
+    assert_matches_eager(g, [x, y], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "floor_divide", "remainder", "bitwise_xor", "maximum", "less"])
+def test_integer_ops_wrap_and_divide_by_zero(op: str) -> None:
+    x = rand((40,), "int32", seed=5)
+    y = rand((40,), "int32", seed=6)
+    y[:3] = [0, -1, 7]
+    x[1] = np.iinfo(np.int32).min
+    x[2] = np.iinfo(np.int32).max
+    g = build([((40,), "int32"), ((40,), "int32")], lambda b, u, v: b.op(op, b.op("multiply", u, b.const(3)), v))
+    assert_matches_eager(g, [x, y], rtol=0, atol=0)
+
+
+def test_mixed_dtypes_where_clip_astype() -> None:
+    def fn(b, x, i, m):  # noqa: ANN001, ANN202
+        y = b.op("add", x, b.op("astype", i, dtype=np.dtype("float64")))
+        return b.op("where", m, b.op("clip", y, b.const(-1.0), b.const(1.5)), b.op("multiply", y, b.const(2)))
+
+    g = build([((50,), "float32"), ((50,), "int16"), ((50,), "bool")], fn)
+    m = rand((50,), seed=9) > 0
+    assert_matches_eager(g, [rand((50,)), rand((50,), "int16", seed=8), m])
+
+
+def test_row_sum_max_and_mean_keepdims() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        y = b.op("exp", x)
+        return (b.op("sum", y, axis=(1,), keepdims=False), b.op("max", y, axis=(1,), keepdims=True),
+                b.op("mean", y, axis=(1,), keepdims=False))
+
+    g = build([((20, 150), "float32")], fn)
+    x = rand((20, 150))
+    x[3, 7] = np.nan
+    c = assert_matches_eager(g, [x], rtol=1e-5)
+    assert _families(c) == ["row"]
+
+
+def test_column_reduction_is_thread_per_column() -> None:
+    g = build([((90, 33), "float32")], lambda b, x: b.op("sum", b.op("multiply", x, x), axis=(0,), keepdims=False))
+    c = assert_matches_eager(g, [rand((90, 33))], rtol=1e-5)
+    assert _families(c) == ["column"]
+    g = build([((6, 50, 10), "float64")],
+              lambda b, x: b.op("min", b.op("absolute", x), axis=(1,), keepdims=True))
+    assert _families(assert_matches_eager(g, [rand((6, 50, 10), "float64")])) == ["column"]
+
+
+def test_full_reduction_two_stages() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        sq = b.op("multiply", x, x)
+        return b.op("sum", sq, axis=(0, 1), keepdims=False), b.op("max", b.op("absolute", x), axis=(0, 1),
+                                                                   keepdims=False)
+
+    g = build([((40, 50), "float32")], fn)
+    c = assert_matches_eager(g, [rand((40, 50))], rtol=1e-5)
+    assert _families(c) == ["split"]
+    assert len(c.plans[next(iter(c.plans))].variants[frozenset()]) == 2  # partials, then combine + store
+
+
+def test_full_reduction_feeding_elementwise_two_levels() -> None:
+    """x - x.mean() and its variance over all elements: two levels, three stages, full-shape output."""
+    def fn(b, x):  # noqa: ANN001, ANN202
+        xc = b.op("subtract", x, b.op("mean", x, axis=(0,), keepdims=True))
+        var = b.op("mean", b.op("multiply", xc, xc), axis=(0,), keepdims=False)
+        return xc, var
+
+    g = build([((1500,), "float32")], fn)
+    c = assert_matches_eager(g, [rand((1500,), low=3, high=5)], rtol=1e-4, atol=1e-5)
+    assert _families(c) == ["split"]
+
+
+def test_any_all_and_integer_sum() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        pos = b.op("greater", x, b.const(0))
+        return (b.op("any", pos, axis=(1,), keepdims=False), b.op("all", pos, axis=(1,), keepdims=False),
+                b.op("sum", b.op("multiply", x, b.const(2)), axis=(1,), keepdims=False))
+
+    g = build([((8, 70), "int32")], fn)
+    x = rand((8, 70), "int32", seed=11)
+    x[2] = 1
+    x[5] = -1
+    assert_matches_eager(g, [x], rtol=0, atol=0)
+
+
+def test_softmax_one_row_kernel() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        e = b.op("exp", b.op("subtract", x, b.op("max", x, axis=(1,), keepdims=True)))
+        return b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True))
+
+    g = build([((16, 100), "float32")], fn)
+    x = rand((16, 100), low=-30, high=30)
+    x[0, :] = -np.inf
+    x[0, 5] = 0.0
+    c = assert_matches_eager(g, [x])
+    assert _families(c) == ["row"] and len(c.kernel_sources) == 1
+
+
+def test_layernorm_one_row_kernel_two_levels() -> None:
+    def fn(b, x, w, bias):  # noqa: ANN001, ANN202
+        xc = b.op("subtract", x, b.op("mean", x, axis=(1,), keepdims=True))
+        var = b.op("mean", b.op("multiply", xc, xc), axis=(1,), keepdims=True)
+        inv = b.op("divide", b.const(1.0), b.op("sqrt", b.op("add", var, b.const(1e-5))))
+        return b.op("add", b.op("multiply", b.op("multiply", xc, inv), w), bias)
+
+    g = build([((10, 96), "float32"), ((96,), "float32"), ((96,), "float32")], fn)
+    c = assert_matches_eager(g, [rand((10, 96)), rand((96,), seed=1), rand((96,), seed=2)], rtol=1e-4, atol=1e-5)
+    assert _families(c) == ["row"] and len(c.kernel_sources) == 1
+
+
+def test_matmul_bias_relu_epilogue_in_store() -> None:
+    def fn(b, x, w, bias):  # noqa: ANN001, ANN202
+        return b.op("maximum", b.op("add", b.op("matmul", x, w), bias), b.const(0.0))
+
+    g = build([((19, 23), "float32"), ((23, 13), "float32"), ((13,), "float32")], fn)
+    c = assert_matches_eager(g, [rand((19, 23)), rand((23, 13), seed=1), rand((13,), seed=2)], rtol=1e-4, atol=1e-5)
+    assert _families(c) == ["matmul+epilogue"]
+    src = next(iter(c.kernel_sources.values()))
+    assert "cuda.shared.array" in src and "jg_maximum" in src
+
+
+def test_matmul_then_softmax_reduction_epilogue() -> None:
+    def fn(b, x, w):  # noqa: ANN001, ANN202
+        z = b.op("matmul", x, w)
+        e = b.op("exp", b.op("subtract", z, b.op("max", z, axis=(1,), keepdims=True)))
+        return b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True)), z
+
+    g = build([((9, 20), "float64"), ((20, 30), "float32")], fn)
+    c = assert_matches_eager(g, [rand((9, 20), "float64"), rand((20, 30), seed=1)], rtol=1e-5)
+    assert _families(c) == ["matmul, then row reduction"]
+
+
+def test_kernels_are_shared_between_compiles() -> None:
+    g = build([((64,), "float32")], lambda b, x: b.op("sqrt", b.op("absolute", x)))
+    a, b = compile_cuda(g), compile_cuda(g)
+    assert_matches_eager(g, [rand((64,))], a)
+    assert_matches_eager(g, [rand((64,), seed=1)], b)
+    assert a.kernel_sources == b.kernel_sources

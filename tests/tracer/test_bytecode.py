@@ -1,0 +1,81 @@
+"""The normalised instruction stream: what the interpreter may rely on, whatever the CPython version."""
+
+from __future__ import annotations
+
+import dis
+import pathlib
+
+import numpy as np
+
+import jitgraph
+from jitgraph.tracer.bytecode import _JUMPS, normalize
+
+DROPPED = {"CACHE", "PRECALL", "RESUME", "NOP", "EXTENDED_ARG", "MAKE_CELL", "COPY_FREE_VARS", "KW_NAMES",
+           "RETURN_GENERATOR"}
+
+
+def sample(x, ws, n=3):
+    total = np.zeros_like(x)
+    for i in range(n):
+        if i % 2:
+            total += x * i
+        else:
+            total -= np.sum(x, axis=0, keepdims=True)
+    k = lambda v: v + n
+    squares = [k(w) for w in ws]
+    return total, squares, {"a": 1, "b": 2}
+
+
+def guarded(x):
+    try:
+        y = x + 1
+    except ValueError:
+        y = x
+    return y
+
+
+def test_no_bookkeeping_opcodes_survive():
+    ops = {ins.op for ins in normalize(sample.__code__).instrs}
+    assert not ops & DROPPED
+    assert not any(op.startswith(("POP_JUMP_FORWARD", "POP_JUMP_BACKWARD", "JUMP_BACKWARD")) for op in ops)
+
+
+def test_jump_targets_are_indices_of_the_original_targets():
+    program = normalize(sample.__code__)
+    raw = {ins.offset: ins for ins in dis.get_instructions(sample.__code__)}
+    for ins in program.instrs:
+        if ins.op in _JUMPS:
+            assert 0 <= ins.target < len(program.instrs)
+            target_offset = raw[ins.offset].argval
+            landed = program.instrs[ins.target]
+            assert landed.offset >= target_offset  # the original target, or the next kept instruction
+            assert all(raw[o].opname in DROPPED for o in range(target_offset, landed.offset, 2) if o in raw)
+
+
+def test_calls_carry_keyword_names_and_globals_push_null():
+    instrs = normalize(sample.__code__).instrs
+    calls = [ins for ins in instrs if ins.op == "CALL"]
+    assert any(ins.argval == ("axis", "keepdims") for ins in calls)
+    raw = {ins.offset: ins for ins in dis.get_instructions(sample.__code__)}
+    for i, ins in enumerate(instrs):
+        if ins.op == "LOAD_GLOBAL":
+            pushes_null = bool(raw[ins.offset].arg & 1)
+            assert (instrs[i - 1].op == "PUSH_NULL" and instrs[i - 1].offset == ins.offset) == pushes_null
+    binary = {ins.argval for ins in instrs if ins.op == "BINARY_OP"}
+    assert {("*", False), ("+", True), ("-", True), ("%", False)} <= binary
+
+
+def test_try_bodies_are_flagged():
+    program = normalize(guarded.__code__)
+    flagged = [ins for ins in program.instrs if ins.in_try]
+    assert flagged and flagged[0].lineno == guarded.__code__.co_firstlineno + 2
+
+
+def test_normalisation_is_cached():
+    assert normalize(sample.__code__) is normalize(sample.__code__)
+
+
+def test_sys_version_info_only_in_bytecode_module():
+    root = pathlib.Path(jitgraph.__file__).parent
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "sys.version_info" in p.read_text())
+    assert users == ["tracer/bytecode.py"]

@@ -1,0 +1,235 @@
+"""What the tracer cannot capture runs eagerly: right result, side effects once, reason at the user's line."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import jitgraph
+from jitgraph import GraphBreakError, JitgraphError
+from tests.tracer.helpers import assert_same, run_both
+
+X = np.linspace(-1, 1, 6).astype(np.float32)
+
+
+def line_of(fn, marker: str) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if marker in line)
+
+
+def data_dependent_if(x):
+    y = x * 2
+    if y.sum() > 0:  # BREAK
+        return y
+    return -y
+
+
+def data_dependent_while(x):
+    x = x + 3
+    while np.max(x) > 1:  # BREAK
+        x = x / 2
+    return x
+
+
+def uses_item(x):
+    return x * x.sum().item()  # BREAK
+
+
+def uses_float(x):
+    return x * float(x.sum())  # BREAK
+
+
+def prints(x):
+    y = x + 1
+    print("hello from prints")  # BREAK
+    return y
+
+
+def appends(x, log):
+    y = x * 3
+    log.append(y.sum())  # BREAK
+    return y
+
+
+def unknown_function(x):
+    return np.sort(x) + 1  # BREAK
+
+
+def random_numbers(x):
+    return x + np.random.rand(x.shape[0])  # BREAK
+
+
+def try_block(x):
+    try:
+        y = x + 1  # BREAK
+    except ValueError:
+        y = x
+    return y
+
+
+def raises(x, n):
+    if n > 2:
+        raise ValueError("n too large")  # BREAK
+    return x
+
+
+def global_store(x):
+    global _COUNTER
+    _COUNTER = 1  # BREAK
+    return x
+
+
+def attribute_store(obj, x):
+    obj.cache = x * 2  # BREAK
+    return x
+
+
+class Box:
+    pass
+
+
+BREAKS = [
+    (data_dependent_if, (X,)),
+    (data_dependent_if, (-X - 1,)),
+    (data_dependent_while, (X,)),
+    (uses_item, (X,)),
+    (uses_float, (X,)),
+    (unknown_function, (X,)),
+    (try_block, (X,)),
+    (global_store, (X,)),
+]
+
+
+@pytest.mark.parametrize("fn,args", BREAKS, ids=lambda c: getattr(c, "__name__", ""))
+def test_break_falls_back_with_reason_at_the_line(fn, args):
+    compiled = run_both(fn, *args, graphs=0)
+    (reason,) = compiled.break_reasons()
+    marker = "# BREAK"
+    assert reason.filename == __file__
+    assert reason.lineno == line_of(fn, marker), reason
+    info = compiled.cache_info()
+    assert info.misses == 1 and info.fallbacks == 2  # the decision is cached: no re-trace on the second call
+
+
+def test_raise_statement():
+    compiled = jitgraph.compile(raises, backend="eager")
+    with pytest.raises(ValueError, match="n too large"):
+        compiled(X, 3)
+    (reason,) = compiled.break_reasons()
+    assert reason.lineno == line_of(raises, "raise ValueError")
+    np.testing.assert_array_equal(compiled(X, 1), X)  # other guards (n=1) still compile
+    assert len(compiled.graphs()) == 1
+
+
+def test_print_runs_exactly_once(capsys):
+    compiled = jitgraph.compile(prints, backend="eager")
+    np.testing.assert_array_equal(compiled(X), X + 1)
+    assert capsys.readouterr().out.count("hello from prints") == 1
+    compiled(X)
+    assert capsys.readouterr().out.count("hello from prints") == 1
+    assert compiled.break_reasons()[0].lineno == line_of(prints, "# BREAK")
+
+
+def test_append_to_callers_list_happens_once():
+    log: list = []
+    compiled = jitgraph.compile(appends, backend="eager")
+    compiled(X, log)
+    assert len(log) == 1 and np.isclose(log[0], (X * 3).sum())
+    assert "caller" in compiled.break_reasons()[0].reason
+
+
+def test_attribute_store_happens_once():
+    box = Box()
+    compiled = jitgraph.compile(attribute_store, backend="eager")
+    compiled(box, X)
+    np.testing.assert_array_equal(box.cache, X * 2)
+
+
+def test_random_state_advances_once():
+    np.random.seed(0)
+    expected = random_numbers(X)
+    np.random.seed(0)
+    actual = jitgraph.compile(random_numbers, backend="eager")(X)
+    np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize("fn,args", [(data_dependent_if, (X,)), (data_dependent_while, (X,)), (prints, (X,))])
+def test_fullgraph_raises_graph_break_error(fn, args, capsys):
+    compiled = jitgraph.compile(fn, backend="eager", fullgraph=True)
+    with pytest.raises(GraphBreakError) as info:
+        compiled(*args)
+    err = info.value
+    assert isinstance(err, JitgraphError)
+    assert err.filename == __file__ and err.lineno == line_of(fn, "# BREAK")
+    assert f"{__file__}:{err.lineno}" in str(err)
+    assert "hello" not in capsys.readouterr().out  # the tracer itself performs no side effect
+
+
+# ---- the user's own errors keep their type ----------------------------------------------------------------------
+def shape_mismatch(x, y):
+    return x + y
+
+
+def bad_inplace_cast(x):
+    x += 0.5
+    return x
+
+
+def bad_matmul(a, b):
+    return a @ b
+
+
+def bad_reshape(x):
+    return x.reshape(4, 4)
+
+
+def bad_index(x):
+    return x[10]
+
+
+def missing_key(d):
+    return d["nope"]
+
+
+ERRORS = [
+    (shape_mismatch, (np.ones(3), np.ones(4))),
+    (bad_inplace_cast, (np.arange(4),)),
+    (bad_matmul, (np.ones((2, 3)), np.ones((2, 3)))),
+    (bad_reshape, (np.ones(6),)),
+    (bad_index, (np.ones(3),)),
+    (missing_key, ({"a": np.ones(2)},)),
+]
+
+
+@pytest.mark.parametrize("fn,args", ERRORS, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_user_errors_reach_the_user_with_numpys_type(fn, args, fullgraph):
+    with pytest.raises(Exception) as eager:
+        fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    compiled = jitgraph.compile(fn, backend="eager", fullgraph=fullgraph)
+    with pytest.raises(type(eager.value)) as got:
+        compiled(*args)
+    assert str(got.value) == str(eager.value)
+
+
+def test_inplace_int_array_is_unchanged_after_failed_cast():
+    x = np.arange(4)
+    with pytest.raises(np._core._exceptions._UFuncOutputCastingError):
+        jitgraph.compile(bad_inplace_cast, backend="eager")(x)
+    np.testing.assert_array_equal(x, np.arange(4))
+
+
+def test_overlapping_argument_views_match_eager():
+    def f(a, b):
+        a += b
+        return a
+
+    base_e = np.arange(8.0)
+    f(base_e[1:], base_e[:-1])
+    base_c = np.arange(8.0)
+    compiled = jitgraph.compile(f, backend="eager")
+    compiled(base_c[1:], base_c[:-1])
+    assert_same(base_e, base_c)
+    assert "overlap" in compiled.break_reasons()[0].reason
