@@ -21,6 +21,7 @@ from jitgraph.ir.graph import Graph, GraphBuilder, Node
 from jitgraph.ir.ops.control import build_cond, build_loop, build_while
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.types import type_of
+from jitgraph.tracer import symslice
 
 # ----------------------------------------------------------------------------- the kernels, as users write them
 
@@ -114,17 +115,17 @@ def _f64(b: GraphBuilder, v: float) -> Node:
 
 
 def build_trisolve(L: np.ndarray, rhs: np.ndarray) -> Graph:
+    """``x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]``: the dot of two symbolic slices lowers to a loop."""
     b = GraphBuilder()
     Lin, bin_ = b.input(type_of(L), "L"), b.input(type_of(rhs), "b")
     n = rhs.shape[0]
     x0 = b.op("zeros", shape=(n,), dtype=rhs.dtype)
 
     def row(rb: GraphBuilder, i: Node, x: Node) -> list[Node]:
-        def term(rb2: GraphBuilder, j: Node, s: Node) -> list[Node]:
-            return [rb2.op("add", s, rb2.op("multiply", _at(rb2, Lin, i, j), _at(rb2, x, j)))]
-
-        (dot,) = build_loop(rb, 0, i, 1, [_f64(rb, 0.0)], term)
-        value = rb.op("divide", rb.op("subtract", _at(rb, bin_, i), dot), _at(rb, Lin, i, i))
+        facts = frozenset({i})
+        d = symslice.dot(rb, symslice.sym_view(rb, Lin, (i, slice(None, i)), facts),
+                         symslice.sym_view(rb, x, (slice(None, i),), facts))
+        value = rb.op("divide", rb.op("subtract", _at(rb, bin_, i), d), _at(rb, Lin, i, i))
         return [_put(rb, x, value, i)]
 
     (x,) = build_loop(b, 0, n, 1, [x0], row)
@@ -132,25 +133,19 @@ def build_trisolve(L: np.ndarray, rhs: np.ndarray) -> Graph:
 
 
 def build_lu(A: np.ndarray) -> Graph:
+    """``A[k+1:, k] /= A[k, k]; A[k+1:, k+1:] -= np.outer(A[k+1:, k], A[k, k+1:])`` through symbolic slices."""
     b = GraphBuilder()
     a_in = b.input(type_of(A), "A")
     n = A.shape[0]
 
     def step(rb: GraphBuilder, k: Node, a: Node) -> list[Node]:
-        k1 = rb.op("add", k, rb.const(1))
-        pivot = _at(rb, a, k, k)
-
-        def row(rb2: GraphBuilder, i: Node, a2: Node) -> list[Node]:
-            lik = rb2.op("divide", _at(rb2, a2, i, k), pivot)
-            a3 = _put(rb2, a2, lik, i, k)
-
-            def col(rb3: GraphBuilder, j: Node, a4: Node) -> list[Node]:
-                upd = rb3.op("subtract", _at(rb3, a4, i, j), rb3.op("multiply", lik, _at(rb3, a4, k, j)))
-                return [_put(rb3, a4, upd, i, j)]
-
-            return build_loop(rb2, k1, n, 1, [a3], col)
-
-        return build_loop(rb, k1, n, 1, [a], row)
+        k1, facts = rb.op("add", k, rb.const(1)), frozenset({k})
+        col = symslice.sym_view(rb, a, (slice(k1, None), k), facts)
+        a = symslice.assign(rb, col, symslice.Map("divide", (col, _at(rb, a, k, k))), facts)
+        block = symslice.sym_view(rb, a, (slice(k1, None), slice(k1, None)), facts)
+        outer = symslice.Outer(symslice.sym_view(rb, a, (slice(k1, None), k), facts),
+                               symslice.sym_view(rb, a, (k, slice(k1, None)), facts))
+        return [symslice.assign(rb, block, symslice.Map("subtract", (block, outer)), facts)]
 
     (out,) = build_loop(b, 0, n, 1, [a_in], step)
     return b.build([out], [(0, out)])
@@ -314,14 +309,18 @@ def _best(fn: Callable[[], Any], budget: float = 1.0, repeat: int = 5) -> float:
 def run_kernel(k: Kernel, quick: bool) -> dict[str, Any]:
     import numba
 
-    from jitgraph.backends.cpu.scalar import compile_regions
+    from jitgraph.backends.base import get_backend
+    from jitgraph.passes.manager import run_pipeline
 
     args = k.make(quick)
     expected = k.fn(*_copy_args(args))
     graph = k.build(*args)
     started = time.perf_counter()
-    driver = compile_regions(graph, {"name": k.fn.__name__})
+    optimised, _ = run_pipeline(graph, {})
+    driver = get_backend("cpu")(optimised, {"name": k.fn.__name__})
     compile_s = time.perf_counter() - started
+    if hasattr(driver, "fallback_reason"):
+        raise AssertionError(f"{k.name}: fell back to eager: {driver.fallback_reason}")
     got = driver(_copy_args(args))[0]
     nb = numba.njit(k.fn)
     started = time.perf_counter()

@@ -51,7 +51,7 @@ def families(scale: float) -> bool:
             ok, err, chosen = selfcheck.run_check(check)
             status = "ok  " if ok else "FAIL"
             print(f"  {status} {check.name:<26} {check.family:<24} kernels: {chosen:<28} max rel err {err:.1e}")
-        except Exception as exc:  # report and go on: one broken family must not hide the others
+        except Exception as exc:  # noqa: BLE001 - go on: one broken family must not hide the others
             ok = False
             print(f"  FAIL {check.name:<26} {check.family:<24} {type(exc).__name__}: {exc}")
             traceback.print_exc(limit=3)
@@ -101,7 +101,7 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
     row["numpy"] = _median(lambda: fn(*ea), repeat, budget)
     if "cpu" not in _BACKENDS:
         try:
-            import jitgraph.backends.cpu  # noqa: F401
+            import jitgraph.backends.cpu
         except ImportError:
             pass
     if "cpu" in _BACKENDS:
@@ -169,7 +169,7 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
     for name, (desc, fn) in workloads.items():
         try:
             row = workload_row(name, desc, fn, make_inputs(name, scale), repeat, budget)
-        except Exception as exc:  # keep going: the table shows which workload failed and why
+        except Exception as exc:  # noqa: BLE001 - keep going: the table shows which workload failed and why
             row = {"name": name, "desc": desc, "note": f"{type(exc).__name__}: {exc}"}
             traceback.print_exc(limit=4)
         rows.append(row)

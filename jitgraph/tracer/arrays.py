@@ -231,12 +231,36 @@ def array_setitem(tx: TraceContext, array: TArray, index: Any, value: Any) -> No
     if array.kind != "array":
         err = TypeError(f"'{tx.type_of(array).dtype.type.__name__}' object does not support item assignment")
         tx.graph_break(str(err), err)
+    if _mask_assignment(tx, array, index, value):
+        return
     spec, operands = parse_index(tx, index)
     if not operands and isinstance(value, TArray) and value.buffer is array.buffer and \
             value.path == array.path + (ViewStep("getitem", (("spec", spec),)),):
         return  # ``x[i] += 1`` already wrote through the view; storing the view back changes nothing
     new = tx.op("setitem", tx.read(array), tx.node(value), *operands, spec=spec)
     tx.write(array, new)
+
+
+def _mask_assignment(tx: TraceContext, array: TArray, index: Any, value: Any) -> bool:
+    """``x[mask] = scalar`` with a full-shape boolean mask has a static shape: it is ``where(mask, scalar, x)``.
+
+    (Reading ``x[mask]`` stays a break: its shape depends on the data.)"""
+    mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
+    if not isinstance(mask, TArray):
+        return False
+    mask_type, target = tx.type_of(mask), tx.type_of(array)
+    if mask_type.dtype.kind != "b" or mask_type.shape != target.shape:
+        return False
+    if isinstance(value, TArray):
+        if tx.type_of(value).shape != ():
+            return False
+    elif not isinstance(value, int | float | bool | np.generic):
+        return False
+    new = tx.op("where", tx.read(mask), tx.node(value), tx.read(array))
+    if new.tensor_type.dtype != target.dtype:
+        new = tx.op("astype", new, dtype=target.dtype)
+    tx.write(array, new)
+    return True
 
 
 # ---- attributes -------------------------------------------------------------------------------------------------

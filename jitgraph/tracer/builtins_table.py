@@ -95,9 +95,15 @@ def _dict(tx: TraceContext, *args: Any, **kwargs: Any) -> dict:
 @_register(sorted)
 def _sorted(tx: TraceContext, iterable: Any, **kwargs: Any) -> list:
     items = list(iterate(tx, iterable))
-    if not is_plain(items) or kwargs.get("key") is not None:
-        tx.graph_break("sorted() of arrays or with a key function")
-    return sorted(items, reverse=bool(kwargs.get("reverse", False)))
+    reverse = bool(kwargs.get("reverse", False))
+    if kwargs.get("key") is not None:
+        tx.graph_break("sorted() with a key function")
+    if is_plain(items):
+        return sorted(items, reverse=reverse)
+    heads = [item[0] if isinstance(item, tuple) and item else None for item in items]
+    if all(h is not None and is_plain(h) for h in heads) and len(set(heads)) == len(heads):
+        return sorted(items, key=lambda item: item[0], reverse=reverse)  # d.items(): keys decide, never arrays
+    tx.graph_break("sorted() would compare array data")
 
 
 @_register(isinstance)

@@ -11,19 +11,24 @@ The interpreter never reads ``dis`` output directly. It runs a *normalised* inst
 * ``BINARY_OP`` carries ``(symbol, inplace)`` and ``COMPARE_OP`` the comparison symbol;
 * instructions covered by the exception table (``try``/``with`` bodies) are flagged ``in_try``.
 
-Adding a Python version means adding a row to :data:`_TABLES` (opcode renames, opcodes to drop, a function for
-any opcode that splits or fuses) — the handlers do not change. Notes for the versions not yet wired in:
+Adding a Python version means adding a row to :data:`_TABLES` (opcode renames, opcodes to drop, rewrites for
+opcodes that split, fuse or change meaning) — the handlers do not change. What the rows cover:
 
-* 3.12: ``LOAD_ATTR`` with the low bit set is 3.11's ``LOAD_METHOD``; ``LOAD_SUPER_ATTR``; ``BINARY_SLICE`` /
-  ``STORE_SLICE`` can be emitted as ``BUILD_SLICE`` + ``BINARY_SUBSCR``/``STORE_SUBSCR``; ``RETURN_CONST`` as
-  ``LOAD_CONST`` + ``RETURN_VALUE``; ``END_FOR`` is dropped and ``FOR_ITER``'s target moved past it;
-  ``CALL_INTRINSIC_1`` (``INTRINSIC_LIST_TO_TUPLE`` -> ``LIST_TO_TUPLE``, ``UNARY_POSITIVE``); inlined
-  comprehensions use ``LOAD_FAST_AND_CLEAR`` (a ``LOAD_FAST`` that tolerates unbound) and their cleanup handler
-  sits in the exception table, so only entries whose handler is not a comprehension cleanup count as ``in_try``.
-* 3.13: ``LOAD_FAST_LOAD_FAST`` / ``STORE_FAST_STORE_FAST`` / ``STORE_FAST_LOAD_FAST`` split into two
-  instructions; ``TO_BOOL`` is dropped; ``CALL_KW`` becomes ``CALL`` with the names taken from the constant
-  below the arguments; ``FORMAT_SIMPLE`` is ``FORMAT_VALUE 0``; ``SET_FUNCTION_ATTRIBUTE`` folds into
-  ``MAKE_FUNCTION``; the callable sits *below* its self-or-NULL slot (``CALL`` finds whichever is not NULL).
+* 3.11: the base stream. ``KW_NAMES`` folds into the next ``CALL``; ``LOAD_GLOBAL``'s low bit pushes NULL first.
+* 3.12: ``LOAD_ATTR`` with the low bit is ``LOAD_METHOD``; ``BINARY_SLICE``/``STORE_SLICE`` become
+  ``BUILD_SLICE 2`` + ``BINARY_SUBSCR``/``STORE_SUBSCR``; ``RETURN_CONST`` is ``LOAD_CONST`` + ``RETURN_VALUE``;
+  ``END_FOR`` is dropped (an exhausted ``FOR_ITER`` jumps past it); ``CALL_INTRINSIC_1`` becomes
+  ``UNARY_POSITIVE``/``LIST_TO_TUPLE``; inlined comprehensions bring ``LOAD_FAST_AND_CLEAR`` (a handler of its
+  own) and a cleanup entry in the exception table, which is not a ``try`` (only entries whose handler starts with
+  ``PUSH_EXC_INFO`` are).
+* 3.13: ``LOAD_FAST_LOAD_FAST`` / ``STORE_FAST_LOAD_FAST`` / ``STORE_FAST_STORE_FAST`` split in two; ``TO_BOOL``
+  is dropped; ``CALL_KW`` becomes ``CALL`` with the names constant loaded before it; ``SET_FUNCTION_ATTRIBUTE``
+  folds into ``MAKE_FUNCTION``'s flags; ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``;
+  ``LOAD_GLOBAL`` pushes its NULL *after* the global; ``LOAD_FAST`` of a cell (building a closure) is
+  ``LOAD_CLOSURE``; ``END_FOR; POP_TOP`` are skipped by an exhausted ``FOR_ITER``.
+
+The stack convention for calls is "one NULL next to the callable": ``CALL`` takes whichever of the two slots
+below the arguments is not NULL, so the 3.11 order (NULL, callable) and the 3.13 order (callable, NULL) both work.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 
 from jitgraph.errors import UnsupportedPythonError
 
-SUPPORTED_VERSIONS = ((3, 11),)
+SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
 
 
 @dataclass(frozen=True)
@@ -74,16 +79,108 @@ def version_supported() -> bool:
     return tuple(sys.version_info[:2]) in SUPPORTED_VERSIONS
 
 
-_BINARY_SYMBOLS = {
-    "+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "//": "floor_divide", "%": "remainder",
-    "**": "power", "@": "matmul", "&": "and", "|": "or", "^": "xor", "<<": "lshift", ">>": "rshift",
-}
-
-
-def _binary_op(ins: dis.Instruction) -> tuple[str, Any]:
+def _binary_op(ins: dis.Instruction, st: _State) -> list[_Out]:
     symbol = dis._nb_ops[ins.arg][1]  # type: ignore[attr-defined]
     inplace = symbol.endswith("=")
-    return "BINARY_OP", (symbol.rstrip("=") if inplace else symbol, inplace)
+    return [("BINARY_OP", ins.arg, (symbol.rstrip("=") if inplace else symbol, inplace))]
+
+
+# A rewrite turns one raw instruction into normalised ``(op, arg, argval)`` triples (none, one or several).
+_Out = tuple[str, Any, Any]
+
+
+@dataclass
+class _State:
+    """What a rewrite may need besides its instruction: the code object, what was emitted, pending names."""
+
+    code: types.CodeType
+    out: list[list[Any]]
+    kw_names: tuple[str, ...] = ()
+    skip_pop: bool = False
+
+
+def _kw_names(ins: dis.Instruction, st: _State) -> list[_Out]:
+    st.kw_names = st.code.co_consts[ins.arg]
+    return []
+
+
+def _call(ins: dis.Instruction, st: _State) -> list[_Out]:
+    names, st.kw_names = st.kw_names, ()
+    return [("CALL", ins.arg, names)]
+
+
+def _call_kw(ins: dis.Instruction, st: _State) -> list[_Out]:
+    """3.13: the names tuple is the constant loaded just before; fold it into the call."""
+    last = st.out.pop()
+    assert last[0] == "LOAD_CONST" and isinstance(last[2], tuple), last
+    return [("CALL", ins.arg, last[2])]
+
+
+def _global_null_before(ins: dis.Instruction, st: _State) -> list[_Out]:
+    head = [("PUSH_NULL", None, None)] if ins.arg & 1 else []
+    return head + [("LOAD_GLOBAL", ins.arg, ins.argval)]
+
+
+def _global_null_after(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("LOAD_GLOBAL", ins.arg, ins.argval)] + ([("PUSH_NULL", None, None)] if ins.arg & 1 else [])
+
+
+def _load_attr_method_bit(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("LOAD_METHOD" if ins.arg & 1 else "LOAD_ATTR", ins.arg, ins.argval)]
+
+
+def _return_const(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("LOAD_CONST", ins.arg, ins.argval), ("RETURN_VALUE", None, None)]
+
+
+def _binary_slice(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("BUILD_SLICE", 2, None), ("BINARY_SUBSCR", None, None)]
+
+
+def _store_slice(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("BUILD_SLICE", 2, None), ("STORE_SUBSCR", None, None)]
+
+
+_INTRINSICS = {5: "UNARY_POSITIVE", 6: "LIST_TO_TUPLE"}
+
+
+def _intrinsic(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [(_INTRINSICS.get(ins.arg, f"CALL_INTRINSIC_1[{ins.argrepr}]"), None, None)]
+
+
+def _end_for_313(ins: dis.Instruction, st: _State) -> list[_Out]:
+    st.skip_pop = True  # FOR_ITER's exhaustion jump skips END_FOR and the POP_TOP after it
+    return []
+
+
+def _pair(first: str, second: str) -> Callable[[dis.Instruction, _State], list[_Out]]:
+    def split(ins: dis.Instruction, st: _State) -> list[_Out]:
+        a, b = ins.argval
+        return [(first, None, a), (second, None, b)]
+
+    return split
+
+
+def _load_fast_313(ins: dis.Instruction, st: _State) -> list[_Out]:
+    """3.13 loads a closure's cells with LOAD_FAST; our frames keep cells apart from locals."""
+    cells = st.code.co_cellvars + st.code.co_freevars
+    return [("LOAD_CLOSURE" if ins.argval in cells else "LOAD_FAST", ins.arg, ins.argval)]
+
+
+def _set_function_attribute(ins: dis.Instruction, st: _State) -> list[_Out]:
+    """3.13: fold into the MAKE_FUNCTION before it; the stack holds the same values as 3.11's flagged form."""
+    last = st.out[-1]
+    assert last[0] == "MAKE_FUNCTION", last
+    last[1] = (last[1] or 0) | ins.arg
+    return []
+
+
+def _format_simple(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("FORMAT_VALUE", 0, None)]
+
+
+def _format_with_spec(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [("FORMAT_VALUE", 4, None)]
 
 
 _RENAMES_311 = {
@@ -94,18 +191,29 @@ _RENAMES_311 = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
 }
 _DROP_311 = frozenset({"CACHE", "PRECALL", "RESUME", "NOP", "EXTENDED_ARG", "MAKE_CELL", "COPY_FREE_VARS"})
+_REWRITE_311 = {"BINARY_OP": _binary_op, "KW_NAMES": _kw_names, "CALL": _call, "LOAD_GLOBAL": _global_null_before}
+_RENAMES_312 = {**_RENAMES_311, "LOAD_FAST_CHECK": "LOAD_FAST"}
+_REWRITE_312 = {**_REWRITE_311, "LOAD_ATTR": _load_attr_method_bit, "RETURN_CONST": _return_const,
+                "BINARY_SLICE": _binary_slice, "STORE_SLICE": _store_slice, "CALL_INTRINSIC_1": _intrinsic}
+_REWRITE_313 = {**_REWRITE_312, "LOAD_GLOBAL": _global_null_after, "CALL_KW": _call_kw, "END_FOR": _end_for_313,
+                "LOAD_FAST_LOAD_FAST": _pair("LOAD_FAST", "LOAD_FAST"),
+                "STORE_FAST_LOAD_FAST": _pair("STORE_FAST", "LOAD_FAST"),
+                "STORE_FAST_STORE_FAST": _pair("STORE_FAST", "STORE_FAST"), "LOAD_FAST": _load_fast_313,
+                "SET_FUNCTION_ATTRIBUTE": _set_function_attribute, "FORMAT_SIMPLE": _format_simple,
+                "FORMAT_WITH_SPEC": _format_with_spec}
 
 
 @dataclass(frozen=True)
 class _Table:
     renames: dict[str, str]
     drop: frozenset[str]
-    # opcode -> (normalised op, argval) for opcodes whose argument changes meaning
-    rewrite: dict[str, Callable[[dis.Instruction], tuple[str, Any]]]
+    rewrite: dict[str, Callable[[dis.Instruction, _State], list[_Out]]]
 
 
 _TABLES: dict[tuple[int, int], _Table] = {
-    (3, 11): _Table(_RENAMES_311, _DROP_311, {"BINARY_OP": _binary_op}),
+    (3, 11): _Table(_RENAMES_311, _DROP_311, _REWRITE_311),
+    (3, 12): _Table(_RENAMES_312, _DROP_311 | {"END_FOR"}, _REWRITE_312),
+    (3, 13): _Table(_RENAMES_312, _DROP_311 | {"TO_BOOL"}, _REWRITE_313),
 }
 
 _JUMPS = frozenset({"JUMP", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
@@ -123,57 +231,44 @@ def normalize(code: types.CodeType) -> Program:
 
 def _normalize(code: types.CodeType, table: _Table) -> Program:
     raw = list(dis.get_instructions(code))
-    covered = _try_offsets(code)
-    # First pass: decide what each raw instruction becomes; remember where each offset lands in the new stream.
-    out: list[tuple[str, int | None, Any, int | None, int | None, int, bool]] = []
+    covered = _try_offsets(code, raw)
+    st = _State(code, [])
+    # Each raw offset maps to the index of the first normalised instruction at or after it, so a jump to a dropped
+    # instruction lands on the next one that survives.
     index_of: dict[int, int] = {}
     lineno: int | None = code.co_firstlineno
-    kw_names: tuple[str, ...] = ()
-    skip_pop = False
     for ins in raw:
-        index_of[ins.offset] = len(out)
-        if ins.positions is not None and ins.positions.lineno is not None:
-            lineno = ins.positions.lineno
-        elif ins.starts_line is not None:
-            lineno = ins.starts_line
+        index_of[ins.offset] = len(st.out)
+        line = ins.positions.lineno if ins.positions is not None else None
+        lineno = line if line is not None else (getattr(ins, "line_number", None) or lineno)
         name = table.renames.get(ins.opname, ins.opname)
-        in_try = ins.offset in covered
         if name in table.drop:
             continue
         if name == "RETURN_GENERATOR":
-            skip_pop = True
+            st.skip_pop = True
             continue
-        if skip_pop and name == "POP_TOP":
-            skip_pop = False
+        if st.skip_pop and name == "POP_TOP":
+            st.skip_pop = False
             continue
-        if name == "KW_NAMES":
-            kw_names = code.co_consts[ins.arg]
-            continue
-        argval: Any = ins.argval
-        if name in table.rewrite:
-            name, argval = table.rewrite[name](ins)
-        elif name == "LOAD_GLOBAL":
-            if ins.arg & 1:
-                out.append(("PUSH_NULL", None, None, None, lineno, ins.offset, in_try))
-            argval = ins.argval
-        elif name == "CALL":
-            argval, kw_names = kw_names, ()
-        elif name in ("LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE",
-                      "DELETE_DEREF", "LOAD_CLASSDEREF"):
-            argval = ins.argval
-        target = ins.argval if name in _JUMPS else None
-        out.append((name, ins.arg, argval, target, lineno, ins.offset, in_try))
+        rewrite = table.rewrite.get(name)
+        emitted = rewrite(ins, st) if rewrite is not None else [(name, ins.arg, ins.argval)]
+        for op, arg, argval in emitted:
+            target = ins.argval if op in _JUMPS else None
+            st.out.append([op, arg, argval, target, lineno, ins.offset, ins.offset in covered])
     instrs = tuple(Instr(op, arg, argval, index_of[target] if target is not None else None, line, offset, in_try)
-                   for op, arg, argval, target, line, offset, in_try in out)
+                   for op, arg, argval, target, line, offset, in_try in st.out)
     return Program(code, instrs)
 
 
-def _try_offsets(code: types.CodeType) -> set[int]:
-    """Offsets inside a ``try``/``with`` body or handler (the exception table's covered ranges)."""
+def _try_offsets(code: types.CodeType, raw: list[dis.Instruction]) -> set[int]:
+    """Offsets inside a ``try``/``with`` body: ranges of exception-table entries whose handler starts with
+    ``PUSH_EXC_INFO``. Other entries (3.12+ inlined-comprehension cleanup, generators' StopIteration guard) only
+    matter when an exception is raised, which a trace never does."""
+    opname_at = {ins.offset: ins.opname for ins in raw}
     covered: set[int] = set()
     for entry in dis.Bytecode(code).exception_entries:
-        covered.update(range(entry.start, entry.end, 2))
-        covered.add(entry.target)
+        if opname_at.get(entry.target) == "PUSH_EXC_INFO":
+            covered.update(range(entry.start, entry.end, 2))
     return covered
 
 

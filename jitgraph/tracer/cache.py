@@ -63,11 +63,23 @@ class Entry:
     build: Any = None
     break_reason: BreakReason | None = None
     times: dict[str, float] = field(default_factory=dict)
+    leaf_names: list[str] = field(default_factory=list)
+    n_arrays: int = 0
 
     @property
     def guard_texts(self) -> list[str]:
-        return self.arg_guards + [g.text for g in self.guards.guards] + \
-            ([f"aliasing: {self.alias}"] if self.alias else [])
+        return self.arg_guards + [g.text for g in self.guards.guards] + self.alias_texts
+
+    @property
+    def alias_texts(self) -> list[str]:
+        """The aliasing guard in words: ``x is y``, ``a overlaps b``, or that no two arrays share memory."""
+        if not self.alias:
+            return ["no two array arguments share memory"] if self.n_arrays > 1 else []
+
+        def name(i: int) -> str:
+            return self.leaf_names[i] if i < len(self.leaf_names) else f"leaf {i}"
+
+        return [f"{name(i)} {'is' if kind == 'same' else 'overlaps'} {name(j)}" for kind, i, j in self.alias]
 
 
 @dataclass
@@ -108,19 +120,25 @@ class CompiledFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves: list[Any] = []
-        key = make_key(args, kwargs, leaves)
-        entries = self._table.get(key)
+        entries = self._table.get(make_key(args, kwargs, leaves))
         if entries is not None:
             for entry in entries:
-                extra = entry.check(args, kwargs)
-                if extra is None:
-                    continue
-                all_leaves = leaves + extra if extra else leaves
+                check = entry.check
+                if check is None:
+                    all_leaves = leaves
+                else:
+                    extra = check(args, kwargs)
+                    if extra is None:
+                        continue
+                    all_leaves = leaves + extra if extra else leaves
                 if alias_pattern(all_leaves) != entry.alias:
                     continue
                 self._info.hits += 1
-                return self._run(entry, args, kwargs, all_leaves)
-        return self._miss(args, kwargs, key, leaves)
+                if entry.mode == "graph":
+                    return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
+                self._info.fallbacks += 1
+                return self._fn(*args, **kwargs)
+        return self._miss(args, kwargs, make_key(args, kwargs, []), leaves)
 
     def _run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> Any:
         if entry.mode == "eager":
@@ -158,8 +176,8 @@ class CompiledFunction:
         self._table.setdefault(key, []).append(entry)
         self.entries.append(entry)
         self._info.entries = len(self.entries)
-        extra = entry.check(args, kwargs) or []
-        return self._run(entry, args, kwargs, leaves + extra)
+        extra = entry.check(args, kwargs) if entry.check is not None else []
+        return self._run(entry, args, kwargs, leaves + (extra or []))
 
     def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
         same_key = self._table.get(key)
@@ -171,12 +189,21 @@ class CompiledFunction:
                 self._failing[label] += 1
                 return f"guard failed: {failed.text} (now {entry.guards.describe_now(failed, args, kwargs)})"
             self._failing["aliasing"] += 1
-            return "arguments alias differently (the same array passed twice, or overlapping views)"
+            now = Entry(key, None, alias_pattern(self._leaves_of(entry, args, kwargs)), "eager", entry.guards, [], {},
+                        leaf_names=entry.leaf_names, n_arrays=entry.n_arrays)
+            return f"aliasing: {', '.join(entry.alias_texts)} -> {', '.join(now.alias_texts)}"
         last = self.entries[-1]
         changes = diff(last.facts, facts)
         for change in changes:
             self._failing[change.split(":")[0].split("[")[0] if ".shape[" in change else change.split(":")[0]] += 1
         return "; ".join(changes) if changes else "argument structure changed"
+
+    @staticmethod
+    def _leaves_of(entry: Entry, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        leaves: list[Any] = []
+        make_key(args, kwargs, leaves)
+        extra = entry.check(args, kwargs) if entry.check is not None else []
+        return leaves + (extra or [])
 
     def _compile(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any],
                  facts: dict[str, Any]) -> Entry:
@@ -199,7 +226,11 @@ class CompiledFunction:
                                  0, result.seconds)
             extra = []
         alias = alias_pattern(leaves + extra)
-        entry = Entry(key, check, alias, "eager", result.guards, guard_texts(facts), facts)
+        if not result.guards.guards and not result.guards.extra_inputs:
+            check = None  # nothing beyond the key to check: the dispatch loop skips the call
+        entry = Entry(key, check, alias, "eager", result.guards, guard_texts(facts), facts,
+                      leaf_names=result.extra.get("leaf_names", []),
+                      n_arrays=sum(type(v) is np.ndarray for v in leaves + extra))
         entry.times["trace"] = result.seconds
         brk = result.breaks
         if brk is None and alias and any(kind == "overlap" for kind, _, _ in alias):

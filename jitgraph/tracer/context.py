@@ -13,9 +13,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from jitgraph.errors import JitgraphError, TypeInferenceError
+from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
-from jitgraph.ir.types import TensorType, type_of
+from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
@@ -179,6 +179,9 @@ class TraceContext:
 
     # ---- leaves (arguments) ---------------------------------------------------------------------------------
     def new_input(self, value: Any, name: str) -> TArray:
+        if isinstance(value, np.ndarray | np.generic) and value.dtype not in SUPPORTED_DTYPES:
+            self.graph_break(f"{name} has dtype {value.dtype}, which jitgraph does not compile (supported: bool, "
+                             "integers, floats, complex)")
         if isinstance(value, np.ndarray):
             t, kind = type_of(value), "array"
         elif isinstance(value, np.generic):
@@ -220,7 +223,8 @@ class TraceContext:
 
     def _mark_external(self, original: Any, wrapped: Any, source: Source) -> Any:
         self.caller_owned.add(id(wrapped))
-        self.external[id(wrapped)] = (original, source)
+        self.external[id(wrapped)] = (wrapped, source)
+        self._keep.append(original)
         self._keep.append(wrapped)
         return wrapped
 
@@ -294,4 +298,4 @@ def is_immutable_module(module: types.ModuleType) -> bool:
     return module.__name__.split(".")[0] in IMMUTABLE_MODULE_PREFIXES
 
 
-__all__ = ["GraphBreak", "JitgraphError", "TraceContext", "is_immutable_module"]
+__all__ = ["GraphBreak", "TraceContext", "is_immutable_module"]

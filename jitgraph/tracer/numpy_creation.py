@@ -174,21 +174,19 @@ def _np_size(tx: TraceContext, a: Any, axis: Any = None) -> int:
     return t.size if axis is None else t.shape[axis]
 
 
-@numpy(np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo)
-def _plain_numpy(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
-    tx.graph_break("this NumPy helper is only supported on trace-time values")
+def _trace_time_helper(helper: Any) -> Lowering:
+    """NumPy helpers about dtypes and shapes: fine on trace-time values, a break on traced ones."""
+
+    def fn(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+        if contains_tarray(list(args)) or contains_tarray(list(kwargs.values())):
+            tx.graph_break(f"np.{helper.__name__} on traced values")
+        return helper(*args, **kwargs)
+
+    return fn
 
 
 for _helper in (np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo):
-    def _make(helper: Any) -> Lowering:
-        def fn(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
-            if contains_tarray(list(args)) or contains_tarray(list(kwargs.values())):
-                tx.graph_break(f"np.{helper.__name__} on traced values")
-            return helper(*args, **kwargs)
-
-        return fn
-
-    NUMPY[_helper] = _make(_helper)
+    NUMPY[_helper] = _trace_time_helper(_helper)
 
 
 def _scalar_type(dtype_type: type) -> Lowering:

@@ -46,7 +46,9 @@ class CallOps:
         kwargs = self.pop() if ins.arg & 1 else {}
         args = self.pop()
         fn = self.pop()
-        if self.stack and self.stack[-1] is NULL:
+        if fn is NULL:  # 3.13 keeps the NULL above the callable
+            fn = self.pop()
+        elif self.stack and self.stack[-1] is NULL:
             self.pop()
         if not isinstance(kwargs, dict):
             self.tx.graph_break("** of a non-dict")

@@ -37,7 +37,14 @@ class StackOps:
             self.tx.graph_break(str(err), err)
 
     def op_STORE_FAST(self: Frame, ins: Instr) -> None:
-        self.locals[ins.argval] = self.pop()
+        value = self.pop()
+        if value is NULL:  # restoring a variable an inlined comprehension shadowed while it was unbound
+            self.locals.pop(ins.argval, None)
+        else:
+            self.locals[ins.argval] = value
+
+    def op_LOAD_FAST_AND_CLEAR(self: Frame, ins: Instr) -> None:
+        self.push(self.locals.pop(ins.argval, NULL))
 
     def op_DELETE_FAST(self: Frame, ins: Instr) -> None:
         self.locals.pop(ins.argval, None)
@@ -129,6 +136,12 @@ class StackOps:
             self.tx.graph_break("formatting a traced value into a string needs its data")
         conversion = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[ins.arg & 0x03]
         self.push(format(conversion(value), spec))
+
+    def op_CONVERT_VALUE(self: Frame, ins: Instr) -> None:
+        value = self.pop()
+        if not is_plain(value):
+            self.tx.graph_break("formatting a traced value into a string needs its data")
+        self.push({1: str, 2: repr, 3: ascii}[ins.arg](value))
 
     def op_LIST_APPEND(self: Frame, ins: Instr) -> None:
         value = self.pop()

@@ -46,10 +46,10 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
     tx = TraceContext(guards)
     guards.const(fn)  # K[0] is always the compiled callable
     names = parameter_names(fn, len(args))
-    wrapped = [tx.wrap_arg(a, Source(f"A[{i}]", names[i])) for i, a in enumerate(args)]
-    wrapped_kw = {k: tx.wrap_arg(v, Source(f"KW[{k!r}]", k)) for k, v in kwargs.items()}
-    tx.n_arg_leaves = len(tx.builder.inputs)
     try:
+        wrapped = [tx.wrap_arg(a, Source(f"A[{i}]", names[i])) for i, a in enumerate(args)]
+        wrapped_kw = {k: tx.wrap_arg(v, Source(f"KW[{k!r}]", k)) for k, v in kwargs.items()}
+        tx.n_arg_leaves = len(tx.builder.inputs)
         if isinstance(fn, types.MethodType):
             owner = fn.__self__
             tx.external[id(owner)] = (owner, Source("K[0].__self__", "self"))
@@ -66,7 +66,8 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
         brk = None
     except GraphBreak as exc:
         graph, spec, brk = None, None, exc
-    return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start)
+    return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start,
+                       {"leaf_names": list(tx.builder.input_names)})
 
 
 def _output_spec(tx: TraceContext, value: Any, outputs: list[Any]) -> Any:

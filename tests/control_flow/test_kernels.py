@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from jitgraph.backends import eager
-from jitgraph.backends.cpu.scalar import compile_regions
+from jitgraph.backends.base import get_backend
 from jitgraph.ir.verifier import verify
+from jitgraph.passes.manager import run_pipeline
 from tests.control_flow.helpers import copies, load_benchmarks
 
 BENCH = load_benchmarks()
@@ -19,12 +20,19 @@ _compiled: dict[str, Any] = {}
 
 
 def compiled(name: str) -> tuple[Any, tuple[Any, ...], Any]:
-    """One small input set and one compiled driver per kernel, shared by the tests below."""
+    """One small input set and one compiled driver per kernel, shared by the tests below.
+
+    The graph goes through the default pass pipeline and the "cpu" backend, as a traced function's graph does.
+    """
     if name not in _compiled:
         k = KERNELS[name]
         args = k.make(True)
         graph = verify(k.build(*args))
-        _compiled[name] = (graph, args, compile_regions(graph, {"name": k.fn.__name__}))
+        optimised, _ = run_pipeline(graph, {})
+        options = {"name": k.fn.__name__, "parallel_min_trips": 16}  # small inputs, yet exercise prange
+        driver = get_backend("cpu")(verify(optimised), options)
+        assert not hasattr(driver, "fallback_reason"), driver.fallback_reason
+        _compiled[name] = (graph, args, driver)
     return _compiled[name]
 
 
@@ -74,3 +82,13 @@ def test_explain_rows_show_trip_counts() -> None:
     assert "loop trips=8" in rows[1] and rows[2].strip().endswith("cond")
     _, _, spmv = compiled("CSR SpMV")
     assert "trips=? " in str(spmv.regions[1]) or str(spmv.regions[1]).endswith("trips=?")
+
+
+def test_bad_column_index_in_a_prange_loop_raises_after_the_loop() -> None:
+    """Inside a prange body a bad index sets the loop's error flag (a raise would serialise the loop)."""
+    _, args, driver = compiled("CSR SpMV")
+    indptr, indices, data, x = copies(list(args))
+    indices[len(indices) // 2] = x.shape[0] + 3
+    assert "raise IndexError" in driver.source and driver.parallel
+    with pytest.raises(IndexError):
+        driver([indptr, indices, data, x])

@@ -74,8 +74,9 @@ def test_reduction_over_strided_and_fortran_inputs():
     graph = reductions_graph((8, 12), "float64", (0,), True)
     rng = np.random.default_rng(5)
     base = rng.standard_normal((12, 16))
-    check_against_eager(graph, lambda: [base.T[:, ::2].copy(order="F")])
-    check_against_eager(graph, lambda: [base.copy().T[:, 2:14]])
+    check_against_eager(graph, lambda: [base.T[::2].copy(order="F")])
+    check_against_eager(graph, lambda: [base.copy().T[2:10]])
+    check_against_eager(graph, lambda: [base.copy().T[::2]])
 
 
 def test_zero_size_reductions():

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from cuda_util import assert_matches_eager, build, compile_cuda, host, rand
+
 from jitgraph.ir.ops.indexing import Operand  # noqa: F401 - spec entries below are plain slices
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-def _adam(b, p, g, m, v):  # noqa: ANN001, ANN202
+def _adam(b, p, g, m, v):
     lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
     m2 = b.op("add", b.op("multiply", b.const(b1), m), b.op("multiply", b.const(1 - b1), g))
     v2 = b.op("add", b.op("multiply", b.const(b2), v), b.op("multiply", b.const(1 - b2), b.op("multiply", g, g)))
@@ -65,7 +65,7 @@ def test_device_outputs_are_device_arrays_and_mixed_arguments_work() -> None:
 
 
 def test_transposed_and_sliced_device_views_are_read_through_strides() -> None:
-    def fn(b, x, y):  # noqa: ANN001, ANN202
+    def fn(b, x, y):
         xt = b.op("transpose", x, axes=(1, 0))
         ys = b.op("getitem", y, spec=(slice(1, None), slice(None, None, 2)))
         return b.op("add", b.op("multiply", xt, b.const(2.0)), ys)
@@ -77,7 +77,7 @@ def test_transposed_and_sliced_device_views_are_read_through_strides() -> None:
 
 def test_mutation_reading_other_elements_is_copied_not_raced() -> None:
     """x <- x[::-1] + 1 reads other elements of x: the kernel must not write x while it is being read."""
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         rev = b.op("getitem", x, spec=(slice(None, None, -1),))
         return {"outputs": [], "mutations": [(0, b.op("add", rev, b.const(1.0)))]}
 
@@ -89,7 +89,7 @@ def test_mutation_reading_other_elements_is_copied_not_raced() -> None:
 
 
 def test_swapping_mutations() -> None:
-    def fn(b, x, y):  # noqa: ANN001, ANN202
+    def fn(b, x, y):
         return {"outputs": [], "mutations": [(0, b.op("multiply", y, b.const(2.0))),
                                              (1, b.op("add", x, b.const(1.0)))]}
 
@@ -100,7 +100,7 @@ def test_swapping_mutations() -> None:
 
 def test_mutation_from_a_reduction_kernel_uses_a_device_copy() -> None:
     """x <- x / x.sum(1): every element of a row is read before any is written, so the value goes through a copy."""
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         y = b.op("divide", x, b.op("sum", x, axis=(1,), keepdims=True))
         return {"outputs": [b.op("sum", x, axis=(0, 1), keepdims=False)], "mutations": [(0, y)]}
 
@@ -112,7 +112,7 @@ def test_mutation_from_a_reduction_kernel_uses_a_device_copy() -> None:
 
 
 def test_group_without_cuda_emitter_runs_on_host_and_says_why() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         return b.op("add", b.op("astype", b.op("multiply", x, b.const(3.0)), dtype=np.dtype("int32")), b.const(1))
 
     g = build([((100,), "float32")], fn)
@@ -123,7 +123,7 @@ def test_group_without_cuda_emitter_runs_on_host_and_says_why() -> None:
 
 
 def test_unfused_op_runs_on_host_between_kernels() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         idx = b.op("argmax", b.op("exp", x), axis=1, keepdims=False)
         return b.op("multiply", idx, b.const(2)), b.op("sin", x)
 
@@ -133,7 +133,7 @@ def test_unfused_op_runs_on_host_between_kernels() -> None:
 
 
 def test_zero_d_device_value_feeds_a_later_kernel() -> None:
-    def fn(b, x, y):  # noqa: ANN001, ANN202
+    def fn(b, x, y):
         s = b.op("sum", b.op("multiply", x, x), axis=(0,), keepdims=False)
         return b.op("divide", y, b.op("add", s, b.const(1.0)))
 
@@ -157,3 +157,28 @@ def test_scalar_arguments_and_weak_outputs() -> None:
 def test_zero_size_arrays_run_on_host() -> None:
     g = build([((0, 5), "float32")], lambda b, x: (b.op("exp", x), b.op("sum", x, axis=(1,), keepdims=False)))
     assert_matches_eager(g, [np.zeros((0, 5), np.float32)])
+
+
+def test_setitem_on_device_partial_and_full() -> None:
+    def fn(b, x, v):
+        part = b.op("setitem", x, b.op("exp", v), spec=(slice(1, 3), Ellipsis))
+        one = b.op("setitem", x, b.const(5.0), spec=(0, 2))
+        return part, one, b.op("add", part, one)
+
+    g = build([((4, 6), "float32"), ((2, 6), "float32")], fn)
+    compiled = assert_matches_eager(g, [rand((4, 6)), rand((2, 6), seed=1)], device=True)
+    assert compiled.host_nodes == []
+
+
+def test_full_setitem_mutation_is_written_in_place() -> None:
+    """m[...] = beta * m + g (how W6 writes Adam) becomes a direct write into m."""
+    def fn(b, m, g):
+        new = b.op("add", b.op("multiply", b.const(0.9), m), g)
+        m2 = b.op("setitem", m, new, spec=(Ellipsis,))
+        return {"outputs": [b.op("sum", b.op("multiply", m2, m2), axis=(0,), keepdims=False)], "mutations": [(0, m2)]}
+
+    g = build([((500,), "float32"), ((500,), "float32")], fn)
+    compiled = compile_cuda(g)
+    assert list(compiled.direct.values()) == [0]
+    assert_matches_eager(g, [rand((500,)), rand((500,), seed=1)], compiled, device=True, rtol=1e-5)
+    assert_matches_eager(g, [rand((500,)), rand((500,), seed=1)], compiled, device=False, rtol=1e-5)

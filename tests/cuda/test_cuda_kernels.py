@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from cuda_util import assert_matches_eager, build, compile_cuda, rand
 
 # The simulator runs kernels as Python on NumPy scalars, which warn where the GPU silently wraps or makes NaN.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-def _families(compiled) -> list[str]:  # noqa: ANN001
+def _families(compiled) -> list[str]:
     return [p.family for p in compiled.plans.values()]
 
 
@@ -29,7 +28,7 @@ def test_elementwise_w1_chain() -> None:
 
 
 def test_broadcast_row_and_column_operands() -> None:
-    def fn(b, x, row, col):  # noqa: ANN001, ANN202
+    def fn(b, x, row, col):
         return b.op("maximum", b.op("subtract", b.op("multiply", x, row), col), b.const(0.0))
 
     g = build([((12, 40), "float32"), ((40,), "float32"), ((12, 1), "float32")], fn)
@@ -38,7 +37,7 @@ def test_broadcast_row_and_column_operands() -> None:
 
 
 def test_gelu_with_power_and_float64() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         inner = b.op("multiply", b.const(0.7978845608), b.op("add", x, b.op("multiply", b.const(0.044715),
                                                                                  b.op("power", x, b.const(3)))))
         return b.op("multiply", b.op("multiply", b.const(0.5), x), b.op("add", b.const(1.0), b.op("tanh", inner)))
@@ -86,7 +85,7 @@ def test_integer_ops_wrap_and_divide_by_zero(op: str) -> None:
 
 
 def test_mixed_dtypes_where_clip_astype() -> None:
-    def fn(b, x, i, m):  # noqa: ANN001, ANN202
+    def fn(b, x, i, m):
         y = b.op("add", x, b.op("astype", i, dtype=np.dtype("float64")))
         return b.op("where", m, b.op("clip", y, b.const(-1.0), b.const(1.5)), b.op("multiply", y, b.const(2)))
 
@@ -96,7 +95,7 @@ def test_mixed_dtypes_where_clip_astype() -> None:
 
 
 def test_row_sum_max_and_mean_keepdims() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         y = b.op("exp", x)
         return (b.op("sum", y, axis=(1,), keepdims=False), b.op("max", y, axis=(1,), keepdims=True),
                 b.op("mean", y, axis=(1,), keepdims=False))
@@ -118,7 +117,7 @@ def test_column_reduction_is_thread_per_column() -> None:
 
 
 def test_full_reduction_two_stages() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         sq = b.op("multiply", x, x)
         return b.op("sum", sq, axis=(0, 1), keepdims=False), b.op("max", b.op("absolute", x), axis=(0, 1),
                                                                    keepdims=False)
@@ -131,7 +130,7 @@ def test_full_reduction_two_stages() -> None:
 
 def test_full_reduction_feeding_elementwise_two_levels() -> None:
     """x - x.mean() and its variance over all elements: two levels, three stages, full-shape output."""
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         xc = b.op("subtract", x, b.op("mean", x, axis=(0,), keepdims=True))
         var = b.op("mean", b.op("multiply", xc, xc), axis=(0,), keepdims=False)
         return xc, var
@@ -142,7 +141,7 @@ def test_full_reduction_feeding_elementwise_two_levels() -> None:
 
 
 def test_any_all_and_integer_sum() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         pos = b.op("greater", x, b.const(0))
         return (b.op("any", pos, axis=(1,), keepdims=False), b.op("all", pos, axis=(1,), keepdims=False),
                 b.op("sum", b.op("multiply", x, b.const(2)), axis=(1,), keepdims=False))
@@ -155,7 +154,7 @@ def test_any_all_and_integer_sum() -> None:
 
 
 def test_softmax_one_row_kernel() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         e = b.op("exp", b.op("subtract", x, b.op("max", x, axis=(1,), keepdims=True)))
         return b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True))
 
@@ -168,7 +167,7 @@ def test_softmax_one_row_kernel() -> None:
 
 
 def test_layernorm_one_row_kernel_two_levels() -> None:
-    def fn(b, x, w, bias):  # noqa: ANN001, ANN202
+    def fn(b, x, w, bias):
         xc = b.op("subtract", x, b.op("mean", x, axis=(1,), keepdims=True))
         var = b.op("mean", b.op("multiply", xc, xc), axis=(1,), keepdims=True)
         inv = b.op("divide", b.const(1.0), b.op("sqrt", b.op("add", var, b.const(1e-5))))
@@ -180,7 +179,7 @@ def test_layernorm_one_row_kernel_two_levels() -> None:
 
 
 def test_matmul_bias_relu_epilogue_in_store() -> None:
-    def fn(b, x, w, bias):  # noqa: ANN001, ANN202
+    def fn(b, x, w, bias):
         return b.op("maximum", b.op("add", b.op("matmul", x, w), bias), b.const(0.0))
 
     g = build([((19, 23), "float32"), ((23, 13), "float32"), ((13,), "float32")], fn)
@@ -191,7 +190,7 @@ def test_matmul_bias_relu_epilogue_in_store() -> None:
 
 
 def test_matmul_then_softmax_reduction_epilogue() -> None:
-    def fn(b, x, w):  # noqa: ANN001, ANN202
+    def fn(b, x, w):
         z = b.op("matmul", x, w)
         e = b.op("exp", b.op("subtract", z, b.op("max", z, axis=(1,), keepdims=True)))
         return b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True)), z

@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _python(code: str, *, sim: bool, timeout: float = 120, args: list[str] | None = None) -> subprocess.CompletedProcess:
+def _python(code: str, *, sim: bool, timeout: float = 120,
+            args: list[str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     if sim:
         env["NUMBA_ENABLE_CUDASIM"] = "1"

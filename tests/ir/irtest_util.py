@@ -129,3 +129,19 @@ def describe(value: Any) -> str:
         kind = "C" if value.flags.c_contiguous else ("F" if value.flags.f_contiguous else "S")
         return f"{value.dtype}{list(value.shape)}{kind}"
     return repr(value)
+
+
+def add_at(x: np.ndarray, index: Any, value: Any) -> np.ndarray:
+    """``np.add.at`` on a copy of ``x``, with array values broadcast to the indexed shape first.
+
+    NumPy 2.4's fast ufunc.at path reads past the end of 1-D values when the index array is 2-D (garbage
+    results), so the expectation is computed the documented way: every indexed element gets its value.
+    """
+    out = np.array(x, copy=True)
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        target = out[index].shape
+        while value.ndim > len(target) and value.shape[0] == 1:
+            value = value[0]
+        value = np.broadcast_to(value, target)
+    np.add.at(out, index, value)
+    return out

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from irtest_util import assert_same, check_op
+from irtest_util import add_at, assert_same, check_op
 
 from jitgraph.backends import eager
 from jitgraph.errors import UnsupportedError
@@ -207,10 +207,6 @@ def test_scatter_add_two_index_arrays_with_scalar_value() -> None:
     x = np.zeros((3, 4))
     rows, cols = np.array([0, 0, 2]), np.array([1, 1, 3])
     assert check_op("scatter_add", (x, 0.5, rows, cols), {"spec": (Operand(0), Operand(1))},
-                    lambda v, val, r, c: _add_at(v, (r, c), val)) == "ok"
+                    lambda v, val, r, c: add_at(v, (r, c), val)) == "ok"
 
 
-def _add_at(x: np.ndarray, index: tuple[Any, ...], value: Any) -> np.ndarray:
-    out = x.copy()
-    np.add.at(out, index, value)
-    return out

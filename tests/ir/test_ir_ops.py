@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, assert_same, check_op, sample
+from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, add_at, assert_same, check_op, sample
 
 from jitgraph.backends import eager
 from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TupleType, type_of, verify
@@ -293,9 +293,7 @@ def _setitem_ref(x: np.ndarray, value: Any, *ops: Any, spec: tuple[Any, ...]) ->
 
 
 def _scatter_ref(x: np.ndarray, value: Any, *ops: Any, spec: tuple[Any, ...]) -> np.ndarray:
-    out = x.copy()
-    np.add.at(out, substitute(spec, ops), value)
-    return out
+    return add_at(x, substitute(spec, ops), value)
 
 
 SETITEM_SPECS: tuple[tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, ...]], ...] = (

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from irtest_util import DTYPES, LAYOUTS, assert_same, assert_type_matches, check_op, numpy_call, sample
+from irtest_util import DTYPES, LAYOUTS, add_at, assert_same, assert_type_matches, check_op, numpy_call, sample
 
 from jitgraph.backends import eager
 from jitgraph.errors import TypeInferenceError
@@ -190,12 +190,8 @@ class Program:
         else:
             value = self.pick()
 
-            def reference(v: Any, val: Any, i: Any) -> Any:
-                out = np.array(v, copy=True)
-                np.add.at(out, spec[:-1] + (i,), val)
-                return out
-
-            self.apply("scatter_add", [x, value, (node, index)], {"spec": spec}, reference)
+            self.apply("scatter_add", [x, value, (node, index)], {"spec": spec},
+                       lambda v, val, i: add_at(v, spec[:-1] + (i,), val))
 
     def mutate_first_input(self) -> tuple[int, Node] | None:
         """``x0[...] = v`` for the last value v, when NumPy accepts the assignment."""
@@ -315,3 +311,25 @@ def test_regression_reversed_slice_is_not_c_contiguous() -> None:
     node = b.op("getitem", b.input(type_of(x.T), "x"), spec=(Ellipsis, slice(None)))
     assert node.type.layout == "F"
     check_layout_claim(node, eager.run(b.build([node]), [x.T])[0])
+
+
+def test_regression_scatter_add_2d_index_1d_values() -> None:
+    """hypothesis: ``scatter_add(x, x, idx_2x2)`` disagreed with np.add.at because NumPy 2.4's own fast ufunc.at
+    path reads past the end of 1-D values when the index array is 2-D (garbage, different on every call). The
+    reference implementation broadcasts the values to the indexed shape first; the expectation here is the
+    documented semantics (every element added), spelled out as a loop.
+    """
+    idx = np.array([[1, 1], [-1, 0]])
+    for dtype in (np.float32, np.float64, np.int64):
+        x = np.array([3, 10], dtype)
+        b = GraphBuilder()
+        xin, iin = b.input(type_of(x), "x"), b.input(type_of(idx), "idx")
+        node = b.op("scatter_add", xin, xin, iin, spec=(Operand(0),))
+        (got,) = eager.run(verify(b.build([node])), [x, idx])
+        expected = x.copy()
+        for k in np.ndindex(idx.shape):
+            expected[idx[k]] += x[k[-1]]
+        assert_same(got, expected)
+        weak = b.op("scatter_add", xin, b.const(2), iin, spec=(Operand(0),))  # weak scalars stay weak
+        (got_weak,) = eager.run(b.build([weak]), [x, idx])
+        assert_same(got_weak, x + np.array([2, 6], dtype))

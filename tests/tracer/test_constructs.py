@@ -294,3 +294,17 @@ def test_views_of_arguments_are_updated_in_place():
         return row.sum()
 
     run_both(f, A)
+
+
+def returns_callers_containers(params, log):
+    for k in params:
+        params[k] *= 2
+    return params, log, {k: v for k, v in sorted(params.items())}
+
+
+def test_returned_caller_containers_are_the_same_objects():
+    params, log = {"b": A.copy(), "a": V.copy()}, [1, 2]
+    compiled = run_both(returns_callers_containers, params, log)
+    p, lg = {"b": A.copy(), "a": V.copy()}, [3]
+    out = compiled(p, lg)
+    assert out[0] is p and out[1] is lg and list(out[2]) == ["a", "b"]

@@ -233,3 +233,30 @@ def test_overlapping_argument_views_match_eager():
     compiled(base_c[1:], base_c[:-1])
     assert_same(base_e, base_c)
     assert "overlap" in compiled.break_reasons()[0].reason
+
+
+@pytest.mark.parametrize("value", [np.array(["a", "b"]), np.array([1, "x"], dtype=object),
+                                   np.arange(3).astype("datetime64[D]")], ids=["str", "object", "datetime"])
+def test_unsupported_dtypes_run_eagerly(value):
+    def f(x):
+        return x[::-1]
+
+    compiled = jitgraph.compile(f, backend="eager")
+    np.testing.assert_array_equal(compiled(value), f(value))
+    assert "dtype" in compiled.break_reasons()[0].reason
+
+
+@pytest.mark.parametrize("x", [np.zeros((0, 3)), np.array([np.nan, np.inf, -np.inf, 1.0])], ids=["empty", "nan"])
+def test_zero_size_and_non_finite_inputs(x):
+    def f(x):
+        return np.exp(x) * 2, x.sum(axis=0), np.maximum(x, 0)
+
+    run_both(f, x)
+
+
+def test_zero_size_reduction_error_keeps_numpys_type():
+    def f(x):
+        return x.max()
+
+    with pytest.raises(ValueError, match="zero-size array"):
+        jitgraph.compile(f, backend="eager")(np.zeros(0))

@@ -194,3 +194,17 @@ def test_cache_limit_is_configurable(limit):
     for n in range(1, 5):
         f(np.ones(n))
     assert f.cache_info().entries == limit
+
+
+def test_aliasing_guard_is_readable():
+    def f(a, b):
+        a += 1
+        return a + b
+
+    compiled = jitgraph.compile(f, backend="eager")
+    x = np.ones(3)
+    compiled(x, np.ones(3))
+    assert "no two array arguments share memory" in compiled.entries[0].guard_texts
+    compiled(x, x)
+    assert "a is b" in compiled.entries[1].guard_texts
+    assert compiled.recompile_reasons() == ["aliasing: no two array arguments share memory -> a is b"]

@@ -147,3 +147,17 @@ _STATE = np.zeros(3)
 def _bump_global(x):
     _STATE[...] += x
     return _STATE.sum()
+
+
+def boolean_mask_assignment(x, n):
+    x[x > 0.5] = 0
+    x[x < -0.5] = n
+    y = x.astype(np.int32)
+    y[y == 0] = 2.7  # setitem casts unsafely, as NumPy does
+    return y
+
+
+def test_boolean_mask_assignment_is_a_where():
+    compiled = run_both(boolean_mask_assignment, M.copy(), np.float64(-1.25))
+    ops = [n.op for n in compiled.entries[0].traced_graph.nodes]
+    assert ops.count("where") == 3 and "setitem" not in ops

@@ -61,7 +61,7 @@ def expressions(draw, depth=0):
 def programs(draw):
     lines = ["def f(x, y, z, s):", "    t = x + y"]
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["assign", "inplace", "loop", "branch"]))
+        kind = draw(st.sampled_from(["assign", "inplace", "loop", "branch", "arg_inplace", "slice_write"]))
         expr = draw(expressions())
         if kind == "assign":
             lines.append(f"    t = {expr}")
@@ -71,6 +71,13 @@ def programs(draw):
         elif kind == "loop":
             lines.append(f"    for i in range({draw(st.integers(1, 3))}):")
             lines.append(f"        t = np.tanh(t * 0.5 + ({expr}) * i)")
+        elif kind == "arg_inplace":  # mutates the caller's array (maybe through an alias: y may be x)
+            op = draw(st.sampled_from(["+=", "-=", "*="]))
+            lines.append(f"    {draw(st.sampled_from(['x', 'y', 'z']))} {op} np.tanh({expr})")
+        elif kind == "slice_write":
+            target = draw(st.sampled_from(["x[0]", "y[:, :1]", "z[-1:, ::2]", "x.T[0]", "y[...]"]))
+            lines.append(f"    v = {expr}")
+            lines.append(f"    {target} = np.tanh(v){target[1:]}")  # the same index applied to v: same shape
         else:
             lines.append("    if x.shape[0] > 2:")
             lines.append(f"        t = t + {expr}")
@@ -90,15 +97,23 @@ def load(source: str):
     return module.f
 
 
+def _arguments(x: np.ndarray, y: np.ndarray, z: np.ndarray, alias: bool) -> list[np.ndarray]:
+    x = x.copy()
+    return [x, x if alias else y.copy(), z.copy()]
+
+
 @given(source=programs(), m=st.integers(1, 4), n=st.integers(1, 4), dtype=st.sampled_from([np.float32, np.float64]),
-       s=st.floats(-2, 2, allow_nan=False), seed=st.integers(0, 2**16))
-def test_random_program_matches_eager(source, m, n, dtype, s, seed):
+       s=st.floats(-2, 2, allow_nan=False), seed=st.integers(0, 2**16), alias=st.booleans())
+def test_random_program_matches_eager(source, m, n, dtype, s, seed, alias):
+    """``alias`` passes the same array as x and y, so in-place updates of one show through the other."""
     fn = load(source)
     rng = np.random.default_rng(seed)
     x, y, z = (rng.standard_normal((m, n)).astype(dtype) for _ in range(3))
+    eager_args, compiled_args = _arguments(x, y, z, alias), _arguments(x, y, z, alias)
     with np.errstate(all="ignore"):
-        expected = fn(x.copy(), y.copy(), z.copy(), s)
-        compiled = jitgraph.compile(fn, backend="eager")
-        actual = compiled(x.copy(), y.copy(), z.copy(), s)
+        expected = fn(*eager_args, s)
+        compiled = jitgraph.compile(fn, backend="eager", passes=())
+        actual = compiled(*compiled_args, s)
     assert_same(expected, actual, rtol=2e-4, atol=1e-5)
+    assert_same(eager_args, compiled_args, rtol=2e-4, atol=1e-5, path="arguments after the call")
     assert len(compiled.graphs()) == 1, [str(b) for b in compiled.break_reasons()]

@@ -94,6 +94,19 @@ def drop_numba_cache(path: Path) -> None:
             pass
 
 
+def numba_files(dispatcher: object) -> list[str]:
+    """Numba's cache files for the module a kernel was defined in."""
+    filename = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
+    if filename is None or not os.path.exists(filename.co_filename):
+        return []
+    return _numba_files(Path(filename.co_filename))
+
+
+def drop_numba_cache_of(dispatcher: object) -> None:
+    filename = dispatcher.py_func.__code__.co_filename  # type: ignore[attr-defined]
+    drop_numba_cache(Path(filename))
+
+
 def load_module(name: str, source: str, use_cache: bool) -> types.ModuleType:
     """Import the kernel module for ``source``: from the cache directory, or from memory when ``use_cache`` is
     False. ``name`` is only for readability (it appears in tracebacks)."""

@@ -28,7 +28,11 @@ from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import format_value, node_names
 from jitgraph.ir.types import TensorType
 
-LANES = 4  # independent accumulators per reduction: breaks the add latency chain, and adds accuracy
+LANES = 8  # independent accumulators per reduction: one AVX2 vector of float32, two of float64
+BLOCK = 256  # elements per block of a reduction sweep (its buffers stay in L1)
+_COSTLY = frozenset({"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "power", "sinh", "cosh",
+                     "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
+                     "logaddexp", "arctan2", "hypot", "divide", "sqrt"})
 
 
 @dataclass(frozen=True)
@@ -117,13 +121,15 @@ class _Emit:
         return f"{arg.name}[{', '.join(parts)}]"
 
     # -- statements ------------------------------------------------------------------------------------------
-    def compute(self, w: _Writer, targets: list[Node], idx: dict[int, str], suffix: str, inner: bool) -> None:
-        """Load and compute the full values ``targets`` need (in body order), suffixing names per lane."""
+    def compute(self, w: _Writer, targets: list[Node], idx: dict[int, str], suffix: str, inner: bool,
+                have: set[Node] | None = None) -> None:
+        """Load and compute the full values ``targets`` need (in body order); ``have`` are already defined."""
         needed: set[Node] = set()
         stack = list(targets)
+        have = have or set()
         while stack:
             n = stack.pop()
-            if n in needed or (not self.operand(n) and n not in self.spec.full) or n.op == "const":
+            if n in have or n in needed or (not self.operand(n) and n not in self.spec.full) or n.op == "const":
                 continue
             if self.operand(n) and not any(self._walks_inner(a) for a in self.loads_for.get(n, [])):
                 continue
@@ -202,16 +208,21 @@ class _Emit:
                 self.load(w, n, idx, "", inner=False)
         levels = sorted({spec.level[r] for r in self.reductions})
         self._outer_values(w, 0)
+        finals = [o for o in spec.outputs if o.value in spec.full]
+        keep: list[Node] = []
         for lvl in levels:
             reds = [r for r in self.reductions if spec.level[r] == lvl]
-            self._sweep(w, reds, idx)
+            if lvl == levels[-1] and finals:
+                keep = self.scratch_candidates(reds, [o.value for o in finals])
+            self._sweep(w, reds, idx, keep)
             self._outer_values(w, lvl)
-        finals = [o for o in spec.outputs if o.value in spec.full]
         if finals:
-            w("# final sweep: full-shape outputs")
+            w("# final sweep: full-shape outputs" + (" (costly values reloaded from the last sweep)" if keep else ""))
             depth = w.depth
             self.loops(w, spec.inner, idx, False)
-            self.compute(w, [o.value for o in finals], idx, "", inner=True)
+            for n in keep:
+                w(f"{self.var[n]} = sc{self.var[n]}[i{spec.inner[-1]}]")
+            self.compute(w, [o.value for o in finals], idx, "", inner=True, have=set(keep))
             for o in finals:
                 w(f"{self.index(o, idx)} = {self.ref(o.value, '')}")
             w.depth = depth
@@ -231,45 +242,84 @@ class _Emit:
     def _done(self) -> set[Node]:
         return self._done_set
 
-    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str]) -> None:
+    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str], keep: list[Node]) -> None:
+        """One pass over the reduced axes computing ``reds``, blocked so that both halves vectorise.
+
+        Per block of the innermost reduced axis, the reductions' operands are computed into small buffers (an
+        elementwise loop, which LLVM vectorises, math library included), then folded into ``LANES`` independent
+        accumulators (float32 sums accumulate in float64). ``keep``: full values the final sweep would recompute
+        at some cost; they are stored into row scratch buffers here and loaded there instead.
+        """
         spec = self.spec
         w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
         accs = {r: E.accumulator_dtype(r) for r in reds}
         for r in reds:
-            for lane in range(LANES):
-                w(f"acc{self.var[r]}_{lane} = {E.reduction_init(r.op, accs[r])}")
-        depth = w.depth
+            v = self.var[r]
+            w(f"acc{v} = np.empty({LANES}, {E.np_name(accs[r])})")
+            w(f"for l in range({LANES}):")
+            w(f"    acc{v}[l] = {E.reduction_init(r.op, accs[r])}")
+            w(f"buf{v} = np.empty({BLOCK}, {E.np_name(accs[r])})")
         *outer_r, last = spec.inner
+        for n in keep:
+            w(f"sc{self.var[n]} = np.empty(n{last}, {E.np_name(n.type.dtype)})")
+        depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
-        n = f"n{last}"
-        w(f"for i{last} in range(0, {n} - {n} % {LANES}, {LANES}):")
+        w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
-        for lane in range(LANES):
-            idx[last] = f"i{last} + {lane}" if lane else f"i{last}"
-            self._accumulate(w, reds, accs, idx, f"_{lane}", lane)
-        w.depth -= 1
-        w(f"for i{last} in range({n} - {n} % {LANES}, {n}):")
+        w(f"m = min({BLOCK}, n{last} - jb)")
+        w("for k in range(m):")
         w.depth += 1
+        w(f"i{last} = jb + k")
         idx[last] = f"i{last}"
-        self._accumulate(w, reds, accs, idx, "_0", 0)
-        w.depth = depth
-        for r in reds:
-            lanes = [f"acc{self.var[r]}_{lane}" for lane in range(LANES)]
-            total = E.reduction_combine(r.op, E.reduction_combine(r.op, lanes[0], lanes[1]),
-                                        "(" + E.reduction_combine(r.op, lanes[2], lanes[3]) + ")")
-            if r.op == "mean":
-                total = f"({total}) / cnt{self.var[r]}"
-            w(f"{self.var[r]} = {E.cast(total, r.type.dtype)}")
-            self._done.add(r)
-
-    def _accumulate(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], suffix: str,
-                    lane: int) -> None:
-        self.compute(w, [r.inputs[0] for r in reds], idx, suffix, inner=True)
+        self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
         for r in reds:
             (src,) = r.inputs
-            value = E.cast(self.ref(src, suffix, r), accs[r], src.type.dtype)
-            acc = f"acc{self.var[r]}_{lane}"
-            w(f"{acc} = {E.reduction_combine(r.op, acc, value)}")
+            w(f"buf{self.var[r]}[k] = {E.cast(self.ref(src, '', r), accs[r], src.type.dtype)}")
+        for n in keep:
+            w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
+        w.depth -= 1
+        w(f"for k in range(0, m - m % {LANES}, {LANES}):")
+        w("    for l in range({}):".format(LANES))
+        for r in reds:
+            v = self.var[r]
+            w(f"        acc{v}[l] = {E.reduction_combine(r.op, f'acc{v}[l]', f'buf{v}[k + l]')}")
+        w(f"for k in range(m - m % {LANES}, m):")
+        for r in reds:
+            v = self.var[r]
+            w(f"    acc{v}[0] = {E.reduction_combine(r.op, f'acc{v}[0]', f'buf{v}[k]')}")
+        w.depth = depth
+        for r in reds:
+            v = self.var[r]
+            lanes = [f"acc{v}[{lane}]" for lane in range(LANES)]
+            while len(lanes) > 1:  # pairwise, like the lanes' own order
+                lanes = [f"({E.reduction_combine(r.op, a, b)})" for a, b in zip(lanes[::2], lanes[1::2])]
+            total = lanes[0]
+            if r.op == "mean":
+                total = f"{total} / cnt{v}"
+            w(f"{v} = {E.cast(total, r.type.dtype)}")
+            self._done.add(r)
+
+    def scratch_candidates(self, reds: list[Node], finals: list[Node]) -> list[Node]:
+        """Full values computed for ``reds`` that the final sweep needs and that contain transcendental math."""
+        if len(self.spec.inner) != 1:
+            return []
+        swept = self._closure([r.inputs[0] for r in reds])
+        final = self._closure(finals)
+        keep = [n for n in self.spec.body.nodes if n in swept and n in final and not self.operand(n)
+                and n.op in _COSTLY and all(u in final or u in swept for u in [n])]
+        # Only the outermost costly values: what they are computed from need not be kept too.
+        return [n for n in keep if not any(n in self._closure([k]) and k is not n for k in keep)]
+
+    def _closure(self, targets: list[Node]) -> set[Node]:
+        seen: set[Node] = set()
+        stack = list(targets)
+        while stack:
+            n = stack.pop()
+            if n in seen or n not in self.spec.full or self.operand(n):
+                continue
+            seen.add(n)
+            stack.extend(n.inputs)
+        return seen
 
 
 def _literal(n: Node) -> str:

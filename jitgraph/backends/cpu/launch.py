@@ -218,7 +218,14 @@ class GroupKernel:
         launch = self._plan(operands, dict(inplace))
         self.launches[key] = launch
         start = time.perf_counter()
-        result = launch.run(operands)
+        try:
+            result = launch.run(operands)
+        except Exception:
+            # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
+            if not self.use_cache or not kcache.numba_files(launch.kernel):
+                raise
+            kcache.drop_numba_cache_of(launch.kernel)
+            result = launch.run(operands)
         COMPILE_LOG.append((self.name, time.perf_counter() - start))
         kcache.record_dispatch(launch.kernel)
         return result

@@ -25,14 +25,15 @@ import numpy as np
 
 from jitgraph.backends import eager
 from jitgraph.backends.cuda import compiler, runtime
-from jitgraph.backends.cuda.plan import GroupPlan, make_plan, run as run_plan
+from jitgraph.backends.cuda.plan import GroupPlan, make_plan
+from jitgraph.backends.cuda.plan import run as run_plan
 from jitgraph.backends.cuda.writer import Writer
-from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.graph import Graph, GraphBuilder, Node
 from jitgraph.ir.ops import OPS, is_view_node
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
-from jitgraph.passes.fuse import fuse_graph
+from jitgraph.passes.fuse import fuse_graph, unsupported_reason
 
 TRANSFER_NOTE = ("host NumPy arguments are copied to the device on every call and results copied back; pass "
                  "numba.cuda device arrays to keep data resident")
@@ -76,11 +77,15 @@ class CudaCompiledGraph:
         plan = self.plans.get(node)
         if plan is not None and plan.host_reason is None:
             buffers = {k: args[i] for (n, k), i in self.direct.items() if n is node and i in direct_ok}
+            if plan.node is not node:  # a lone op wrapped in a one-node group: its operands minus inlined consts
+                operands = [env[i] for i in plan.node.inputs]
             outs = run_plan(plan, operands, buffers)
             return outs[0] if len(outs) == 1 else tuple(outs)
         view = _device_view(node, operands)
         if view is not None:
             return view
+        if node.op == "setitem" and _basic_setitem(node) and runtime.is_device_array(operands[0]):
+            return _device_setitem(node, operands[0], operands[1])
         return _host_eval(node, operands)
 
     # ---- mutations -----------------------------------------------------------------------------------------------
@@ -147,14 +152,46 @@ def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph
     if not any(n.op == "fused" for n in graph.nodes):
         graph = fuse_graph(graph)
     plans = {n: make_plan(n) for n in graph.nodes if n.op == "fused"}
-    compiled = CudaCompiledGraph(graph, plans, _direct_writes(graph, plans))
     names = node_names(graph)
+    for n in graph.nodes:
+        if n.op not in ("input", "const", "tuple_get", "fused") and unsupported_reason(n) is None \
+                and n.op != "reshape" and isinstance(n.type, TensorType) and _on_device(n, plans):
+            plan = make_plan(_one_node_group(n, names[n]))
+            if plan.host_reason is None:
+                plans[n] = plan
+    compiled = CudaCompiledGraph(graph, plans, _direct_writes(graph, plans))
     for node in graph.nodes:
         if node.op == "const" and isinstance(node.attrs["value"], np.ndarray) and node.attrs["value"].ndim:
             compiled.consts[node] = runtime.to_device(node.attrs["value"])
-        elif node.op not in ("input", "const", "tuple_get", "fused") and not _viewable(node):
+        elif node.op not in ("input", "const", "tuple_get", "fused") and node not in plans and not _viewable(node) \
+                and not (node.op == "setitem" and _basic_setitem(node)):
             compiled.host_nodes.append((f"{names[node]} = {node.op}", _host_reason(node)))
     return compiled
+
+
+def _on_device(node: Node, plans: dict[Node, GroupPlan]) -> bool:
+    """Whether ``node`` computes on device values (arrays, or results of kernels); scalar arithmetic on Python
+    and NumPy scalars stays on the host, where it costs nothing."""
+    if node.tensor_type.ndim or any(isinstance(i.type, TensorType) and i.type.ndim for i in node.inputs):
+        return True
+    return any(i.op in ("fused", "tuple_get") or i in plans for i in node.inputs)
+
+
+def _one_node_group(node: Node, name: str) -> Node:
+    """A ``fused`` node whose body is just ``node``: lone elementwise ops and reductions the fusion pass leaves
+    to NumPy (on the CPU that is as fast; on the GPU the alternative is a round trip to the host)."""
+    body = GraphBuilder()
+    inner, operands = [], []
+    for i in node.inputs:
+        if i.op == "const" and i.tensor_type.shape == ():
+            inner.append(body.add(i))
+        else:
+            operands.append(i)
+            inner.append(body.input(i.type, f"v{len(operands) - 1}"))
+    copy = body.add(Node(node.op, tuple(inner), node.type, node.attrs, (), node.loc))
+    kernel = f"single_{node.op}_{name.lstrip('%')}"
+    return Node("fused", tuple(operands), node.type, {"kind": "single", "name": kernel, "cuts": ()},
+                (body.build([copy]),), node.loc)
 
 
 # ---- in-place writes -------------------------------------------------------------------------------------------
@@ -171,17 +208,24 @@ def _direct_writes(graph: Graph, plans: dict[Node, GroupPlan]) -> dict[tuple[Nod
         counts[i] = counts.get(i, 0) + 1
     out: dict[tuple[Node, int], int] = {}
     for i, value in graph.mutations:
+        through = None
+        if _full_setitem(value) and value.inputs[0] is graph.inputs[i]:
+            through, value = value, value.inputs[1]  # x[...] = v: the new x is v itself
         fused, k = (value.inputs[0], value.attrs["index"]) if value.op == "tuple_get" else (value, 0)
         plan = plans.get(fused)
         if plan is None or plan.host_reason or plan.family != "elementwise" or counts[i] != 1:
             continue
         target = graph.inputs[i]
-        if value in graph.outputs or target in graph.outputs:
+        if value in graph.outputs or target in graph.outputs or (through is not None and through in graph.outputs):
             continue
+        if through is not None and any(u is not through for u in users[value] if order[u] > order[fused]
+                                       and u.op != "tuple_get"):
+            continue  # v is read after x[...] = v by another name: keep v's own buffer
         o = plan.body.outputs[k]
         if (o.tensor_type.shape, o.tensor_type.dtype) != (target.tensor_type.shape, target.tensor_type.dtype):
             continue
-        late = [u for u in users[target] if u is not fused and (is_view_node(u) or order[u] > order[fused])]
+        late = [u for u in users[target] if u is not fused and u is not through
+                and (is_view_node(u) or order[u] > order[fused])]
         if late or not _reads_same_element(plan, target, o, fused):
             continue
         out[(fused, k)] = i
@@ -193,7 +237,7 @@ def _reads_same_element(plan: GroupPlan, target: Node, out: Node, fused: Node) -
     w = Writer(plan.body, plan.info, list(plan.body.inputs))
     want = tuple(w.store_index(out).split(", "))
     users = plan.body.users()
-    for leaf, outer in zip(plan.body.inputs, fused.inputs):
+    for leaf, outer in zip(plan.body.inputs, plan.node.inputs):
         if outer is not target:
             continue
         for consumer in users.get(leaf, []):
@@ -257,7 +301,7 @@ def _device_view(node: Node, operands: list[Any]) -> Any:
             return None
         result = x[tuple(spec)]
         return result if runtime.is_device_array(result) else None
-    except Exception:  # a view the device array type cannot express: the host computes it exactly
+    except Exception:  # noqa: BLE001 - a view the device array cannot express: the host computes it
         return None
 
 
@@ -286,4 +330,32 @@ def _upload(node: Node, result: Any) -> Any:
         return python_type(t.dtype)(result)
     if isinstance(result, np.ndarray) and result.ndim:
         return runtime.to_device(result)
+    return result
+
+
+def _basic_setitem(node: Node) -> bool:
+    """``x[spec] = v`` with ints, slices and ``...`` only (no index arrays): a device view can take the write."""
+    return len(node.inputs) == 2 and all(isinstance(e, int | slice) or e is Ellipsis for e in node.attrs["spec"])
+
+
+def _full_setitem(node: Node) -> bool:
+    """``x[...] = v`` (or ``x[:] = v``) where ``v`` already has x's shape and dtype: the result *is* ``v``."""
+    if node.op != "setitem" or not _basic_setitem(node):
+        return False
+    whole = all(e is Ellipsis or e == slice(None) for e in node.attrs["spec"])
+    x, v = node.inputs[0].tensor_type, node.inputs[1].tensor_type
+    return whole and (x.shape, x.dtype) == (v.shape, v.dtype)
+
+
+def _device_setitem(node: Node, x: Any, value: Any) -> Any:
+    if _full_setitem(node) and runtime.is_device_array(value):
+        return value
+    result = runtime.empty(x.shape, x.dtype)
+    compiler.assign(result, x)
+    spec = tuple(node.attrs["spec"])
+    target = result[spec] if spec else result
+    if not runtime.is_device_array(target):  # an int index selected one element: write through a 1-element view
+        spec = tuple(slice(e, e + 1 if e != -1 else None) if isinstance(e, int) else e for e in spec)
+        target = result[spec]
+    compiler.assign(target, _as_device(value if runtime.is_device_array(value) else np.asarray(value, x.dtype)))
     return result

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.backends.cuda import device_fns, emitters as em
+from jitgraph.backends.cuda import device_fns
+from jitgraph.backends.cuda import emitters as em
 from jitgraph.backends.cuda.runtime import cuda
 
 _KERNELS: dict[str, Any] = {}

@@ -13,7 +13,7 @@ same names are bound to NumPy's ufuncs.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,7 +23,7 @@ _device = cuda().jit(device=True)
 
 
 @_device
-def jg_floordiv_int(a, b):  # noqa: ANN001, ANN201
+def jg_floordiv_int(a, b):
     if b == 0:
         return a - a
     if b == -1:
@@ -33,14 +33,14 @@ def jg_floordiv_int(a, b):  # noqa: ANN001, ANN201
 
 
 @_device
-def jg_mod_int(a, b):  # noqa: ANN001, ANN201
+def jg_mod_int(a, b):
     if b == 0 or b == -1:
         return a - a
     return a % b
 
 
 @_device
-def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
+def jg_fmod_int(a, b):
     if b == 0 or b == -1:
         return a - a
     r = a % b
@@ -50,7 +50,7 @@ def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
 
 
 @_device
-def _floor(x):  # noqa: ANN001, ANN201
+def _floor(x):
     t = x - math.fmod(x, 1.0)  # trunc(x), in x's float type
     if t > x:
         t -= 1.0
@@ -58,14 +58,13 @@ def _floor(x):  # noqa: ANN001, ANN201
 
 
 @_device
-def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
+def jg_floordiv_float(a, b):
     if b == 0:
         return a / b
     mod = math.fmod(a, b)
     div = (a - mod) / b
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            div -= 1.0
+    if mod != 0 and (b < 0) != (mod < 0):
+        div -= 1.0
     if div != 0:
         floordiv = _floor(div)
         if div - floordiv > 0.5:
@@ -76,7 +75,7 @@ def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
 
 
 @_device
-def jg_mod_float(a, b):  # noqa: ANN001, ANN201
+def jg_mod_float(a, b):
     if b == 0:
         return math.fmod(a, b)
     mod = math.fmod(a, b)
@@ -89,47 +88,47 @@ def jg_mod_float(a, b):  # noqa: ANN001, ANN201
 
 
 @_device
-def jg_maximum(a, b):  # noqa: ANN001, ANN201
-    return a if (a >= b or a != a) else b
+def jg_maximum(a, b):
+    return a if (a >= b or a != a) else b  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_minimum(a, b):  # noqa: ANN001, ANN201
-    return a if (a <= b or a != a) else b
+def jg_minimum(a, b):
+    return a if (a <= b or a != a) else b  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_fmax(a, b):  # noqa: ANN001, ANN201
-    return a if (a >= b or b != b) else b
+def jg_fmax(a, b):
+    return a if (a >= b or b != b) else b  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_fmin(a, b):  # noqa: ANN001, ANN201
-    return a if (a <= b or b != b) else b
+def jg_fmin(a, b):
+    return a if (a <= b or b != b) else b  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_max_acc(acc, v):  # noqa: ANN001, ANN201
+def jg_max_acc(acc, v):
     """Running max that sticks at the first NaN, as np.max does."""
-    return v if (v > acc or v != v) else acc
+    return v if (v > acc or v != v) else acc  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_min_acc(acc, v):  # noqa: ANN001, ANN201
-    return v if (v < acc or v != v) else acc
+def jg_min_acc(acc, v):
+    return v if (v < acc or v != v) else acc  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_sign(a):  # noqa: ANN001, ANN201
+def jg_sign(a):
     if a > 0:
         return 1
     if a < 0:
         return -1
-    return a - a if a == a else a  # +0 for zeros, NaN stays NaN
+    return a - a if a == a else a  # +0 for zeros, NaN stays NaN  # noqa: PLR0124 - NaN test
 
 
 @_device
-def jg_logaddexp(x, y):  # noqa: ANN001, ANN201
+def jg_logaddexp(x, y):
     if x == y:
         return x + math.log(2.0)
     d = x - y
@@ -141,7 +140,7 @@ def jg_logaddexp(x, y):  # noqa: ANN001, ANN201
 
 
 @_device
-def jg_power_int(a, b):  # noqa: ANN001, ANN201
+def jg_power_int(a, b):
     """Integer power for b >= 0 (the emitter only uses it for non-negative constant exponents)."""
     result = a - a + 1
     base = a
@@ -170,8 +169,10 @@ class _SimulatorMath:
     """``math`` as kernels see it under the simulator: NumPy's functions, so that ``sqrt(-1)`` is NaN and
     ``exp(1000)`` is inf as on a GPU (Python's ``math`` raises), and float32 stays float32."""
 
-    _NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
-              "atanh": "arctanh", "pow": "power", "atan2": "arctan2"}
+    _NAMES: ClassVar[dict[str, str]] = {
+        "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+        "atanh": "arctanh", "pow": "power", "atan2": "arctan2",
+    }
     inf, nan, pi, e = math.inf, math.nan, math.pi, math.e
 
     def __getattr__(self, name: str) -> Any:
@@ -185,7 +186,7 @@ class _SimulatorMath:
 
 
 if simulated():  # the helpers above read ``math`` from these globals at call time
-    math = _SimulatorMath()  # type: ignore[assignment]  # noqa: F811
+    math = _SimulatorMath()  # type: ignore[assignment]
 
 
 def namespace() -> dict[str, Any]:

@@ -42,7 +42,7 @@ def literal(value: object, dtype: np.dtype) -> str:
         return "True" if bool(value) else "False"
     if dtype.kind == "f":
         v = float(value)  # type: ignore[arg-type]
-        text = "math.nan" if v != v else ("math.inf" if v == np.inf else "-math.inf" if v == -np.inf else repr(v))
+        text = "math.nan" if np.isnan(v) else ("math.inf" if v == np.inf else "-math.inf" if v == -np.inf else repr(v))
         return f"{np_name(dtype)}({text})"
     if dtype.kind in "iu":
         return f"{np_name(dtype)}({int(value)})"  # type: ignore[call-overload]
@@ -120,10 +120,13 @@ def _infix(args: Sequence[str], ctx: EmitContext) -> str:
     return f"({a} {op} {b})"
 
 
-@_define("logical_and", "logical_or", "logical_xor")
+_LOGICAL = {"logical_and": "and", "logical_or": "or", "logical_xor": "!="}
+
+
+@_define(*_LOGICAL)
 def _logical(args: Sequence[str], ctx: EmitContext) -> str:
     a, b = (cast(x, np.dtype(bool), d) for x, d in zip(args, ctx.in_dtypes))
-    return f"({a} {dict(logical_and='and', logical_or='or', logical_xor='!=')[ctx.node.op]} {b})"
+    return f"({a} {_LOGICAL[ctx.node.op]} {b})"
 
 
 @_define("logical_not")

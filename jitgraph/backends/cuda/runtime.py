@@ -55,7 +55,7 @@ def require_cuda() -> None:
         return
     try:
         available = module.is_available()
-    except Exception as exc:  # a broken driver install raises instead of answering False
+    except Exception as exc:
         raise BackendError(f"backend='cuda': the CUDA driver failed to initialise ({exc})", hint=_HINT_NO_GPU) from exc
     if not available:
         detail = ""
@@ -101,7 +101,7 @@ def device_info() -> DeviceInfo:
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     try:
         peak = 2.0 * dev.MEMORY_CLOCK_RATE * 1e3 * dev.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9
-    except Exception:  # attribute missing on an unusual driver: the report then asks for --peak-gbps
+    except Exception:  # noqa: BLE001 - attribute missing on an unusual driver: gpu_check asks for --peak-gbps
         peak = None
     return DeviceInfo(name, int(dev.MULTIPROCESSOR_COUNT), int(dev.MAX_THREADS_PER_BLOCK), int(dev.WARP_SIZE),
                       False, peak)

@@ -163,7 +163,9 @@ class Writer:
 
     def product(self, axes: Iterable[int]) -> str:
         axes = list(axes)
-        return " * ".join(f"n{a}" for a in axes) if axes else "1"
+        if not axes:
+            return "1"
+        return f"n{axes[0]}" if len(axes) == 1 else "(" + " * ".join(f"n{a}" for a in axes) + ")"
 
     def source(self, name: str, params: Sequence[str]) -> str:
         return f"def {name}({', '.join(params)}):\n" + "\n".join(self.lines) + "\n"

@@ -121,6 +121,22 @@ define(Op("while", OpKind.REGION, _infer_while, _while,
 define(Op("cond", OpKind.REGION, _infer_cond, _cond, doc="then(*operands) if pred else else(*operands)"))
 
 
+def _infer_check(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]) -> Any:
+    if len(types) != 2 or not (isinstance(types[1], TensorType) and types[1].shape == ()):
+        raise type_error("check: expects (value, scalar predicate)")
+    return types[0]
+
+
+def _check(value: Any, pred: Any, message: str) -> Any:
+    if not bool(pred):
+        raise ValueError(message)
+    return value
+
+
+define(Op("check", OpKind.SPECIAL, _infer_check, _check,
+          doc="value, after raising ValueError(message) unless pred: run-time shape checks of symbolic slices"))
+
+
 # --------------------------------------------------------------------------------------------------- building
 
 

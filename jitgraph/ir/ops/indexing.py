@@ -16,7 +16,7 @@ import numpy as np
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
-from jitgraph.ir.types import TensorType
+from jitgraph.ir.types import TensorType, type_of
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,15 @@ def _setitem(x: Any, value: Any, *operands: Any, spec: tuple[Any, ...]) -> Any:
 
 def _scatter_add(x: Any, value: Any, *operands: Any, spec: tuple[Any, ...]) -> Any:
     out = np.array(x, copy=True)
+    # Give the values the full indexed shape first. NumPy's fast ufunc.at path assumes values and index arrays
+    # are 1-D alike: with a 2-D index array and 1-D values (np.add.at(x, [[1, 1], [1, 0]], [a, b])) NumPy 2.4
+    # reads past the end of the values (garbage results). Broadcasting explicitly is what the docs promise anyway.
+    # Python scalars stay as they are (NEP 50: weak), and 0-d values take no fast path.
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        target = index_shape(out.shape, spec, tuple(type_of(o) for o in operands))
+        while value.ndim > len(target) and value.shape[0] == 1:
+            value = value[0]
+        value = np.broadcast_to(value, target)
     np.add.at(out, build_index(spec, operands), value)
     return out
 

@@ -82,6 +82,9 @@ def generate(graph: Graph, options: Mapping[str, Any] | None = None) -> Emitter:
             src += ".copy()"
         em.write(1, f"copy_into({em.var[target]}, {src})")
     em.write(1, f"return ({''.join(r + ', ' for r in results)})")
+    # Constant arrays are passed as trailing arguments: as Numba globals they would be frozen into the machine
+    # code, which makes compiles slow for big ones (a folded np.zeros(100_000), say).
+    em.lines[0] = f"def loops_{name}({', '.join(params + list(em.globals))}):"
     em.params = params  # type: ignore[attr-defined]
     em.function_name = f"loops_{name}"  # type: ignore[attr-defined]
     return em
@@ -104,13 +107,15 @@ class RegionDriver:
         self.filename = f"<jitgraph-loops-{next(_counter)}-{em.function_name}>"  # type: ignore[attr-defined]
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
         namespace: dict[str, Any] = {"np": np, "numba": numba, "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv,
-                                     "outer": runtime.outer, "copy_into": runtime.copy_into, **em.globals}
+                                     "outer": runtime.outer, "copy_into": runtime.copy_into}
         exec(compile(self.source, self.filename, "exec"), namespace)  # noqa: S102 - our own generated source
         self.python_function = namespace[em.function_name]  # type: ignore[attr-defined]
         opts = dict(options or {})
         flags = {"error_model": "numpy", "boundscheck": opts.get("boundscheck", False), "nogil": True,
                  "parallel": bool(self.parallel)}
-        signature = tuple(numba_type(n.tensor_type) for n in graph.inputs)
+        self.const_args = tuple(em.globals.values())
+        signature = tuple(numba_type(n.tensor_type) for n in graph.inputs) + tuple(
+            numba.typeof(c) for c in self.const_args)
         started = time.perf_counter()
         try:
             self.dispatcher = numba.njit(**flags)(self.python_function)
@@ -130,7 +135,7 @@ class RegionDriver:
             from jitgraph.backends import eager
 
             return eager.run(self.graph, args)
-        raw = self.dispatcher(*args)
+        raw = self.dispatcher(*args, *self.const_args)
         return [_convert(v, t) for v, t in zip(raw, self._out_types)]
 
     def explain(self) -> str:

@@ -25,6 +25,14 @@ def upper(node: Node, facts: dict[Node, int]) -> int | None:
         return value + 1
     if node in facts:
         return facts[node]
+    if node.op == "minimum":
+        known = [u for u in (upper(i, facts) for i in node.inputs) if u is not None]
+        return min(known) if known else None
+    if node.op in ("maximum", "where"):
+        known = [upper(i, facts) for i in (node.inputs[1:] if node.op == "where" else node.inputs)]
+        return None if None in known else max(known)  # type: ignore[type-var]
+    if node.op == "check":
+        return upper(node.inputs[0], facts)
     if node.op in ("add", "subtract") and len(node.inputs) == 2:
         a, b = node.inputs
         cb, ca = _const(b), _const(a)

@@ -50,8 +50,11 @@ def nonneg(node: Node, known: frozenset[Node] | set[Node] = frozenset()) -> bool
         return value >= 0
     if getattr(node.type, "dtype", None) is not None and node.type.dtype.kind in "ub":  # type: ignore[union-attr]
         return True
-    if node.op in ("add", "multiply", "maximum", "bitwise_and"):
-        return all(nonneg(i, known) for i in node.inputs)
+    if node.op in ("add", "multiply", "minimum", "where", "check"):
+        inputs = node.inputs[1:] if node.op == "where" else node.inputs[:1] if node.op == "check" else node.inputs
+        return all(nonneg(i, known) for i in inputs)
+    if node.op in ("maximum", "bitwise_and"):
+        return any(nonneg(i, known) for i in node.inputs)
     return False
 
 

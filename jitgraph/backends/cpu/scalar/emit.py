@@ -214,7 +214,8 @@ def elementwise_text(node: Node, operands: list[tuple[str, TensorType]], scalar:
         x, lo, hi = (cast_text(e, typ, t.dtype, scalar) for e, typ in operands)
         return f"min(max({x}, {lo}), {hi})" if scalar else f"np.clip({x}, {lo}, {hi})"
     ufunc = getattr(np, node.op)
-    key = tuple(python_type(typ.dtype) if typ.weak else typ.dtype for _, typ in operands)
+    all_weak = all(typ.weak for _, typ in operands)  # Python op Python: NEP 50 keeps int64/float64, not object
+    key = tuple(python_type(typ.dtype) if typ.weak and not all_weak else typ.dtype for _, typ in operands)
     loop = ufunc.resolve_dtypes(key + (None,) * ufunc.nout)
     args = [cast_text(e, typ, dt, scalar or typ.shape == ()) for (e, typ), dt in zip(operands, loop)]
     if node.op in BINARY:
@@ -359,6 +360,20 @@ def _creation(em: Emitter, node: Node, indent: int) -> str:
     raise UnsupportedError(f"no loop-body emitter for {node.op}")
 
 
+def _check(em: Emitter, node: Node, indent: int) -> None:
+    value, pred = node.inputs
+    em.write(indent, f"if not {em.var[pred]}:")
+    em.write(indent + 1, f"raise ValueError({node.attrs['message']!r})")
+    em.var[node] = em.var[value]
+    if is_array(node):
+        em.scope.set_roots(node, em.scope.roots[value], view=True)
+    for fact in (em.nonneg,):
+        if value in fact:
+            fact.add(node)
+    if value in em.upper:
+        em.upper[node] = em.upper[value]
+
+
 def _tuple_get(em: Emitter, node: Node, indent: int) -> None:
     (src,) = node.inputs
     k = node.attrs["index"]
@@ -378,6 +393,7 @@ EMITTERS: dict[str, Handler] = {
     "const": _const, "getitem": _getitem, "setitem": _setitem, "tuple_get": _tuple_get,
     "transpose": _view, "reshape": _view, "broadcast_to": _view,
     "loop": _regions.emit_loop, "while": _regions.emit_while, "cond": _regions.emit_cond,
+    "fused": _regions.emit_fused, "check": _check,
 }
 KIND_EMITTERS: dict[OpKind, Handler] = {
     OpKind.ELEMENTWISE: _elementwise, OpKind.REDUCTION: _reduction, OpKind.LINALG: _linalg,

@@ -95,9 +95,22 @@ def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
     per iteration (a nested loop or whole-array ops) and at most one enclosing loop (launches per outer trip)."""
     if em.loop_depth > 1:
         return Verdict(False, "independent, but nested two loops deep (one parallel launch per outer iteration)")
-    if not any(n.regions or _is_array(n) for n in body.nodes if n.op not in ("input", "const")):
+    if not any(n.regions or (_is_array(n) and n.op not in ("setitem", "getitem", "tuple_get")) for n in body.nodes
+               if n.op not in ("input", "const")):
         return Verdict(False, "independent, but each iteration is a few scalar operations (not worth a launch)")
     return None
+
+
+PARALLEL_MIN_TRIPS = 512  # below this a parallel launch costs more than it saves (measured: SpMV rows, FW rows)
+
+
+def _serial_twin(em: Emitter, header: int, indent: int, serial_header: str, condition: str) -> None:
+    """Wrap the prange loop in ``if <enough trips>: ... else: <same body, serial>`` (a launch costs microseconds)."""
+    loop = em.lines[header:]
+    pad = "    "
+    em.lines[header:] = ([pad * indent + f"if {condition}:"] + [pad + line for line in loop]
+                         + [pad * indent + "else:", pad * (indent + 1) + serial_header]
+                         + [pad + line for line in loop[1:]])
 
 
 def emit_loop(em: Emitter, node: Node, indent: int) -> None:
@@ -113,6 +126,9 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
         verdict = independent(node, em.nonneg)
         veto = _worth_it(em, body) if verdict else None
         verdict = veto if veto is not None else verdict
+    min_trips = int(em.options.get("parallel_min_trips", PARALLEL_MIN_TRIPS))
+    if verdict and trip_count(node) is not None and trip_count(node) < min_trips:  # type: ignore[operator]
+        verdict = Verdict(False, f"independent, but only {trip_count(node)} trips (prange needs {min_trips})")
     trips = trip_count(node)
     label = em.names[node]
     names = [em.vname(c) for c in carried]
@@ -152,6 +168,9 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     em.lines[header] = "    " * indent + f"for {em.var[induction]} in {rng}:{comment}"
     if parallel:
         em.parallel.append(node)
+        if trips is None:  # decided at run time: small trip counts take the serial twin
+            _serial_twin(em, header, indent, f"for {em.var[induction]} in range({start}, {stop}):",
+                         f"{stop} - {start} >= {min_trips}")
     if flag is not None:
         if em.flag_used:
             em.write(indent, f"if {flag}[0]:")
@@ -243,3 +262,26 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
         for start, end, _ in reversed(blocks):
             if start == end:
                 em.lines[start:end] = ["    " * (indent + 1) + "pass"]
+
+
+def emit_fused(em: Emitter, node: Node, indent: int) -> None:
+    """A kernel group made by the fusion pass: its body is emitted inline (this driver fuses on its own)."""
+    (body,) = node.regions
+    _bind(em, body.inputs, node.inputs)
+    outs = em.emit_graph(body, indent, set())
+    scope = em._last_scope
+    entries = []
+    for out in body.outputs:
+        roots = frozenset()
+        for j, inp in enumerate(body.inputs):
+            if inp in scope.roots.get(out, ()):
+                roots |= em.scope.roots.get(node.inputs[j], frozenset())
+        entries.append((roots, "shared" if roots or not _exclusive(out, body, scope) else "owned"))
+    if len(body.outputs) == 1:
+        em.var[node] = outs[0]
+        if _is_array(node):
+            roots, status = entries[0]
+            em.scope.fresh(node, status == "owned", also=roots)
+    else:
+        em.results[node] = outs
+        em.result_roots[node] = entries

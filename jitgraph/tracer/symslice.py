@@ -1,0 +1,306 @@
+"""Slices with symbolic bounds (``a[i, :i]``, ``a[i:i + k]``) inside loop regions, lowered to loops.
+
+Design (the smallest sound one): the IR has no dynamic shapes. A view whose length depends on a symbolic
+integer exists only here, in the front end, as a :class:`SymView`; every operation on it is *lowered* when it is
+recorded into scalar code in ``loop`` regions, so the graph stays statically typed and the loop code generator
+sees ordinary element reads and writes:
+
+* bounds get Python's slice semantics exactly (negative bounds count from the end, then clamp to ``[0, n]``) as
+  scalar IR ops, so no proof about the induction variable is needed for correctness;
+* operands whose lengths must agree (``np.dot(u, v)``, ``u + v``, slice assignment) get a ``check`` op, which
+  raises NumPy's ValueError at run time when they do not;
+* an assignment ``x[sym] = expr`` reads every operand from the value of ``x`` *before* the statement (a loop
+  invariant), as NumPy evaluates the right-hand side first, except operands that are exactly the target view
+  (``x[a:b] /= s``), which are read from the array being updated; the code generator then decides whether the
+  snapshot needs a real copy.
+
+Supported: 1-D and 2-D views (any number of fixed scalar indices), elementwise ops of views and scalars,
+``np.outer`` of two 1-D views, ``np.dot``/``sum`` reductions, and slice assignment. Anything else should make
+the tracer fall back with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import GraphBuilder, Node
+from jitgraph.ir.ops import get_op
+from jitgraph.ir.ops.control import build_loop
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.types import TensorType
+
+
+@dataclass(frozen=True)
+class Range:
+    """A sliced dim: elements ``start .. stop - 1`` (normalised bounds, so ``0 <= start``, ``stop <= n``),
+    ``length = max(stop - start, 0)``; ``raw`` is the start as written (kept for the disjointness test)."""
+
+    start: Node
+    stop: Node
+    length: Node
+    raw: Node | int | None = None
+
+
+@dataclass(frozen=True)
+class SymView:
+    """``base[index]``: one entry per base dim, a scalar index node or a :class:`Range`."""
+
+    base: Node
+    index: tuple[Node | Range, ...]
+
+    @property
+    def ranges(self) -> list[Range]:
+        return [e for e in self.index if isinstance(e, Range)]
+
+
+@dataclass(frozen=True)
+class Map:
+    """An elementwise op over views and scalars (operands broadcast only scalar-to-view)."""
+
+    op: str
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Outer:
+    """``np.outer(u, v)`` of two 1-D views."""
+
+    u: SymView
+    v: SymView
+
+
+def _scalar(b: GraphBuilder, value: Node | int) -> Node:
+    return value if isinstance(value, Node) else b.const(int(value))
+
+
+def _normalise(b: GraphBuilder, bound: Node | int | None, default: int, n: int, nonneg: frozenset[Node]) -> Node:
+    """Python's rule for a step-1 slice bound: negative counts from the end, then clamp into [0, n].
+
+    Memoised per builder, so two views ``a[k + 1:]`` and ``b[k + 1:]`` share one start node (the lowering then
+    indexes both with the same induction variable, which the code generator proves in bounds)."""
+    cache = b.__dict__.setdefault("_symslice_bounds", {})
+    key = (id(bound) if isinstance(bound, Node) else bound, default, n)
+    if key in cache:
+        return cache[key]
+    if bound is None:
+        result = b.const(default)
+    elif not isinstance(bound, Node):
+        value = int(bound) + n if int(bound) < 0 else int(bound)
+        result = b.const(min(max(value, 0), n))
+    else:
+        zero, size = b.const(0), b.const(n)
+        offset = _offset(bound)
+        if offset is not None and offset[1] >= 0 and (offset[0] is None or offset[0] in nonneg):
+            result = b.op("minimum", bound, size)  # provably >= 0: only the clamp to n remains
+        else:
+            wrapped = b.op("where", b.op("less", bound, zero), b.op("add", bound, size), bound)
+            result = b.op("minimum", b.op("maximum", wrapped, zero), size)
+    cache[key] = result
+    b.__dict__.setdefault("_symslice_keep", []).append(bound)  # keep ids in the key alive and unique
+    return result
+
+
+def sym_view(b: GraphBuilder, x: Node, key: Sequence[Node | int | slice],
+             nonneg: frozenset[Node] = frozenset()) -> SymView:
+    """Record ``x[key]`` where ``key`` holds scalar indices and step-1 slices with int/Node/None bounds.
+
+    ``nonneg``: symbols proven >= 0 (enclosing induction variables); their bounds skip the wrap-around ops."""
+    shape = x.tensor_type.shape
+    entries: list[Node | Range] = []
+    for dim, k in enumerate(tuple(key) + (slice(None),) * (len(shape) - len(key))):
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                raise NotImplementedError("symbolic slices with a step are not supported")
+            start = _normalise(b, k.start, 0, shape[dim], nonneg)
+            stop = _normalise(b, k.stop, shape[dim], shape[dim], nonneg)
+            cache = b.__dict__.setdefault("_symslice_lengths", {})
+            if (start, stop) not in cache:
+                cache[(start, stop)] = b.op("maximum", b.op("subtract", stop, start), b.const(0))
+            length = cache[(start, stop)]
+            entries.append(Range(start, stop, length, k.start))
+        else:
+            entries.append(_scalar(b, k))
+    return SymView(x, tuple(entries))
+
+
+def lengths(e: Any) -> list[Node]:
+    if isinstance(e, SymView):
+        return [r.length for r in e.ranges]
+    if isinstance(e, Outer):
+        return lengths(e.u) + lengths(e.v)
+    if isinstance(e, Map):
+        shaped = [lengths(a) for a in e.args if not isinstance(a, Node)]
+        return shaped[0] if shaped else []
+    return []
+
+
+def _agreeing(b: GraphBuilder, e: Any, want: list[Node], what: str) -> list[Node]:
+    """``want`` with a run-time check that every operand of ``e`` has exactly those lengths."""
+    checked = list(want)
+    operands = e.args if isinstance(e, Map) else (e,)
+    for a in operands:
+        if isinstance(a, Map):
+            checked = _agreeing(b, a, checked, what)
+            continue
+        got = lengths(a)
+        if not got:
+            continue
+        if len(got) != len(checked):
+            raise NotImplementedError(f"{what}: operands of different rank")
+        for k, (g, w) in enumerate(zip(got, checked)):
+            if g is not w:
+                message = f"operands could not be broadcast together ({what})"
+                checked[k] = b.op("check", w, b.op("equal", g, w), message=message)
+    return checked
+
+
+def _offset(node: Node | int | None) -> tuple[Node | None, int] | None:
+    """``node`` as (symbol, constant offset): ``k`` -> (k, 0), ``k + 1`` -> (k, 1), ``3`` -> (None, 3)."""
+    if node is None:
+        return None
+    if isinstance(node, int):
+        return (None, node)
+    if node.op == "const":
+        return (None, int(node.attrs["value"]))
+    if node.op == "add" and node.inputs[1].op == "const":
+        return (node.inputs[0], int(node.inputs[1].attrs["value"]))
+    return (node, 0)
+
+
+def disjoint(u: SymView, v: SymView, nonneg: frozenset[Node] = frozenset()) -> bool:
+    """Whether two views of one array provably share no element: in some dim, a fixed index lies below a range
+    that starts after it (``A[k + 1:, k]`` vs ``A[k + 1:, k + 1:]``), or two fixed indices differ by a constant.
+    Symbols must be in ``nonneg`` (proven >= 0, e.g. the induction variable of ``range(0, n)``) and offsets
+    non-negative, so negative-index wrap-around cannot fool it."""
+    for a, b in zip(u.index, v.index):
+        if isinstance(a, Range) and isinstance(b, Range):
+            continue
+        if isinstance(a, Range):
+            a, b = b, a
+        fixed = _offset(a)
+        other = _offset(b.raw) if isinstance(b, Range) else _offset(b)
+        if fixed is None or other is None or fixed[0] is not other[0] or fixed[1] < 0 or other[1] < 0:
+            continue
+        if fixed[0] is not None and fixed[0] not in nonneg:
+            continue
+        if isinstance(b, Range) and other[1] > fixed[1]:
+            return True
+        if not isinstance(b, Range) and other[1] != fixed[1]:
+            return True
+    return False
+
+
+def element_type(e: Any) -> TensorType:
+    """The scalar type of one element of ``e``, from the op table's rules (no nodes recorded)."""
+    if isinstance(e, Node):
+        return e.tensor_type
+    if isinstance(e, SymView):
+        return TensorType((), e.base.tensor_type.dtype)
+    if isinstance(e, Outer):
+        return get_op("multiply").infer((element_type(e.u), element_type(e.v)), {}, ())
+    return get_op(e.op).infer(tuple(element_type(a) for a in e.args), {}, ())
+
+
+def _element(b: GraphBuilder, e: Any, idx: list[Node], target: SymView | None, carried: Node | None,
+             nonneg: frozenset[Node] = frozenset()) -> Node:
+    if isinstance(e, Node):
+        return e
+    if isinstance(e, Outer):
+        return b.op("multiply", _element(b, e.u, idx[:1], target, carried, nonneg),
+                    _element(b, e.v, idx[1:], target, carried, nonneg))
+    if isinstance(e, Map):
+        return b.op(e.op, *(_element(b, a, idx, target, carried, nonneg) for a in e.args))
+    same_or_apart = target is not None and e.base is target.base and (e == target or disjoint(e, target, nonneg))
+    source = carried if (carried is not None and same_or_apart) else e.base
+    operands, k = [], 0
+    for entry in e.index:
+        if isinstance(entry, Range):
+            operands.append(_shift(b, idx[k], entry.start))
+            k += 1
+        else:
+            operands.append(entry)
+    return b.op("getitem", source, *operands, spec=tuple(Operand(j) for j in range(len(operands))))
+
+
+def _shift(b: GraphBuilder, position: tuple[Node, Node], start: Node) -> Node:
+    """The element index of a range starting at ``start`` for loop position ``(index, loop start)``: the loop's
+    own induction variable when the starts coincide (proven in bounds), else ``start + (index - loop start)``."""
+    index, loop_start = position
+    if start is loop_start:
+        return index
+    return b.op("add", start, b.op("subtract", index, loop_start))
+
+
+def _nest(b: GraphBuilder, ranges: list[tuple[Node, Node]], init: list[Node], body: Any,
+          idx: tuple[tuple[Node, Node], ...] = ()) -> list[Node]:
+    """``for r0 in range(start0, stop0): for r1 ...`` carrying ``init``; ``body(rb, [(r, start)...], *carried)``."""
+    if not ranges:
+        return list(body(b, list(idx), *init))
+    start, stop = ranges[0]
+
+    def level(rb: GraphBuilder, k: Node, *carried: Node) -> list[Node]:
+        return _nest(rb, ranges[1:], list(carried), body, idx + ((k, start),))
+
+    return build_loop(b, start, stop, 1, init, level)
+
+
+def _loop_ranges(e: Any) -> list[tuple[Node, Node]]:
+    if isinstance(e, SymView):
+        return [(r.start, r.stop) for r in e.ranges]
+    if isinstance(e, Outer):
+        return _loop_ranges(e.u) + _loop_ranges(e.v)
+    if isinstance(e, Map):
+        shaped = [_loop_ranges(a) for a in e.args if not isinstance(a, Node)]
+        return shaped[0] if shaped else []
+    return []
+
+
+def reduce_sum(b: GraphBuilder, e: Any, dtype: np.dtype | None = None) -> Node:
+    """``np.sum(e)`` (or ``np.dot`` when ``e`` is a product Map) as nested loops with a carried accumulator."""
+    _agreeing(b, e, lengths(e), "sum")
+    acc_type = np.dtype(dtype) if dtype is not None else np.sum(np.zeros(1, element_type(e).dtype)).dtype
+    acc0 = b.const(acc_type.type(0))
+
+    def body(rb: GraphBuilder, idx: list[Node], acc: Node) -> list[Node]:
+        value = rb.op("add", acc, _element(rb, e, idx, None, None))
+        return [value if value.tensor_type.dtype == acc_type else rb.op("astype", value, dtype=acc_type)]
+
+    (total,) = _nest(b, _loop_ranges(e), [acc0], body)
+    return total
+
+
+def dot(b: GraphBuilder, u: SymView, v: SymView) -> Node:
+    if len(u.ranges) != 1 or len(v.ranges) != 1:
+        raise NotImplementedError("np.dot of symbolic slices is supported for 1-D slices")
+    product = Map("multiply", (u, v))
+    dtype = np.result_type(u.base.tensor_type.dtype, v.base.tensor_type.dtype)
+    return reduce_sum(b, product, dtype)
+
+
+def assign(b: GraphBuilder, target: SymView, value: Any, nonneg: frozenset[Node] = frozenset()) -> Node:
+    """``target.base[target.index] = value``: the new value of the base array (functional, like setitem).
+
+    ``nonneg``: symbols the caller has proven >= 0 (enclosing induction variables), for :func:`disjoint`."""
+    if lengths(value):
+        _agreeing(b, value, [r.length for r in target.ranges], "slice assignment")
+    dtype = target.base.tensor_type.dtype
+
+    def body(rb: GraphBuilder, idx: list[Node], x: Node) -> list[Node]:
+        element = _element(rb, value, idx, target, x, frozenset(nonneg))
+        if element.tensor_type.dtype != dtype:
+            element = rb.op("astype", element, dtype=dtype)
+        operands, k = [], 0
+        for entry in target.index:
+            if isinstance(entry, Range):
+                operands.append(_shift(rb, idx[k], entry.start))
+                k += 1
+            else:
+                operands.append(entry)
+        return [rb.op("setitem", x, element, *operands, spec=tuple(Operand(j) for j in range(len(operands))))]
+
+    (new,) = _nest(b, _loop_ranges(target), [target.base], body)
+    return new

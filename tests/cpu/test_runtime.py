@@ -1,0 +1,130 @@
+"""Runtime behaviour of compiled graphs: in-place updates land in the caller's buffer, aliasing callers are safe,
+zero-size and 0-d values work, strided and Fortran-ordered inputs run without copies, BLAS epilogues."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import graphs
+from helpers_cpu import check_against_eager, cpu_compile
+from jitgraph.ir import GraphBuilder, TensorType
+
+
+def test_inplace_updates_write_into_the_callers_buffer():
+    graph = graphs.adam(64, "float32")
+    compiled = cpu_compile(graph)
+    rng = np.random.default_rng(0)
+    p, g, m, v = (rng.standard_normal(64).astype(np.float32) for _ in range(4))
+    v = np.abs(v)
+    p0, m0, v0 = p.copy(), m.copy(), v.copy()
+    ptr = p.__array_interface__["data"][0]
+    assert compiled.inplace, "the Adam kernel should write p, m, v in place"
+    compiled([p, g, m, v])
+    assert p.__array_interface__["data"][0] == ptr
+    check_against_eager(graph, [p0, g, m0, v0])
+    assert not np.array_equal(p, p0)
+
+
+def test_inplace_into_strided_caller_views():
+    graph = graphs.adam(32, "float64")
+    rng = np.random.default_rng(1)
+    base = rng.random((4, 64))
+
+    def args():  # noqa: ANN202
+        b = base.copy()
+        return [b[0, ::2], b[1, ::2], b[2, 1::2], b[3, ::2]]
+
+    check_against_eager(graph, args)
+
+
+def test_aliasing_arguments_fall_back_to_copying():
+    """p and m are the same buffer: writing p in place would corrupt the read of m."""
+    graph = graphs.adam(16, "float64")
+    compiled = cpu_compile(graph)
+    x = np.linspace(0.1, 1.0, 16)
+    g, v = np.full(16, 0.5), np.full(16, 0.25)
+    mine = x.copy()
+    from jitgraph.backends import eager
+
+    ref = x.copy()
+    compiled([mine, g, mine, v.copy()])
+    eager.run(graph, [ref, g, ref, v.copy()])
+    np.testing.assert_allclose(mine, ref, rtol=1e-12)
+
+
+def test_zero_size_and_zero_d():
+    b = GraphBuilder()
+    x = b.input(TensorType((0, 3), np.dtype("f4")), "x")
+    s = b.input(TensorType((), np.dtype("f8")), "s")
+    w = b.input(TensorType((), np.dtype("f8"), weak=True), "w")
+    graph = b.build([b.op("tanh", b.op("add", x, b.const(1.0))), b.op("multiply", b.op("exp", s), w),
+                     b.op("sum", b.op("exp", x), axis=(0, 1), keepdims=False)])
+    got = check_against_eager(graph, [np.zeros((0, 3), np.float32), np.array(0.5), 2.0])
+    assert got[1].shape == () and got[2].shape == ()
+
+
+def test_fortran_and_transposed_inputs_are_not_copied():
+    b = GraphBuilder()
+    t = TensorType((64, 48), np.dtype("f4"), layout="F")
+    x, y = b.input(t, "x"), b.input(t, "y")
+    graph = b.build([b.op("add", b.op("multiply", x, y), b.const(1.0))])
+    compiled = cpu_compile(graph)
+    rng = np.random.default_rng(2)
+    xs, ys = (np.asfortranarray(rng.random((64, 48), np.float32)) for _ in range(2))
+    (out,) = compiled([xs, ys])
+    np.testing.assert_allclose(out, xs * ys + 1, rtol=1e-6)
+    assert out.flags.f_contiguous, "the output follows the inputs' memory order (NumPy's K order)"
+    kernel = next(iter(compiled.kernels.values()))
+    (launch,) = kernel.launches.values()
+    assert "reshape((3072,))" in launch.source, "F-ordered operands become one contiguous 1-D sweep"
+
+
+def test_matmul_epilogue_with_transposed_operand_writes_into_the_product():
+    graph = graphs.mlp_forward(8, 6, 5)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(i.type.shape).astype(np.float32) for i in graph.inputs]
+    compiled = cpu_compile(graph)
+    check_against_eager(graph, args, compiled)
+    kernel = next(iter(compiled.kernels.values()))
+    (launch,) = kernel.launches.values()
+    assert "p = BLAS(" in launch.source and "b0 = p if p.flags.writeable" in launch.source
+    b = GraphBuilder()
+    a = b.input(TensorType((6, 8), np.dtype("f8")), "a")
+    w = b.input(TensorType((6, 5), np.dtype("f8")), "w")
+    at = b.op("transpose", a, axes=(1, 0))
+    g2 = b.build([b.op("tanh", b.op("matmul", at, w))])
+    check_against_eager(g2, [rng.standard_normal((6, 8)), rng.standard_normal((6, 5))])
+
+
+def test_outputs_that_view_a_mutated_input_keep_the_old_values():
+    b = GraphBuilder()
+    x = b.input(TensorType((8,), np.dtype("f8")), "x")
+    view = b.op("reshape", x, shape=(2, 4))
+    new = b.op("multiply", x, b.const(2.0))
+    graph = b.build([view], [(0, new)])
+    check_against_eager(graph, [np.arange(8.0)])
+
+
+def test_integer_semantics_wraparound_and_floor_division():
+    b = GraphBuilder()
+    t = TensorType((6,), np.dtype("i4"))
+    x, y = b.input(t, "x"), b.input(t, "y")
+    graph = b.build([b.op("multiply", x, y), b.op("floor_divide", x, y), b.op("remainder", x, y),
+                     b.op("add", x, b.const(2**31 - 1))])
+    xs = np.array([7, -7, 7, -7, -2**31, 2**31 - 1], np.int32)
+    ys = np.array([2, 2, -2, -2, -1, 0], np.int32)
+    check_against_eager(graph, [xs, ys])
+
+
+def test_driver_and_kernel_sources_are_readable_and_in_linecache():
+    import linecache
+
+    compiled = cpu_compile(graphs.softmax())
+    compiled([np.ones((8, 16), np.float32)])
+    assert compiled.driver_source.startswith("def driver(args):")
+    kernel = next(iter(compiled.kernels.values()))
+    assert "def fused_max_subtract_exp_sum_0(" in kernel.source
+    assert "# level-1 sweep: max" in kernel.source and "prange" in kernel.source
+    fn = next(iter(kernel.launches.values())).kernel.py_func
+    lines = linecache.getlines(fn.__code__.co_filename)
+    assert any("def fused_max_subtract_exp_sum_0" in line for line in lines)
