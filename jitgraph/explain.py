@@ -27,6 +27,8 @@ class ExplainResult:
     guards: list[str]
     compile_times: dict[str, float] = field(default_factory=dict)
     optimized_graphs: list[Graph] = field(default_factory=list)
+    pass_reports: list[Any] = field(default_factory=list)
+    compiled_graphs: list[Any] = field(default_factory=list)
     output: Any = None
 
     @property
@@ -36,6 +38,18 @@ class ExplainResult:
     @property
     def op_count(self) -> int:
         return sum(sum(1 for n in g.nodes if n.op not in ("input", "const")) for g in self.graphs)
+
+    def summary(self) -> str:
+        """The counts and break reasons, without the graphs and guards."""
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            lines.extend(f"  {i + 1}. {b}" for i, b in enumerate(self.break_reasons))
+        if self.compile_times:
+            lines.append("Compile times: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.compile_times.items()
+                                                       if ":" not in k))
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
@@ -69,6 +83,8 @@ def explain(fn: Callable[..., Any], **compile_options: Any) -> Callable[..., Exp
         traced = [e.traced_graph for e in compiled.entries if e.traced_graph is not None and e.mode == "graph"]
         return ExplainResult(
             graph_count=len(traced), graphs=traced, break_reasons=compiled.break_reasons(),
-            guards=entry.guard_texts, compile_times=times, optimized_graphs=compiled.graphs(), output=output)
+            guards=entry.guard_texts, compile_times=times, optimized_graphs=compiled.graphs(),
+            pass_reports=[e.pass_report for e in compiled.entries if e.pass_report is not None],
+            compiled_graphs=[e.compiled for e in compiled.entries if e.compiled is not None], output=output)
 
     return run

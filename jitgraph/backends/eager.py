@@ -85,5 +85,11 @@ def run(graph: Graph, args: Sequence[Any]) -> list[Any]:
         mutated = [args[i] for i, _ in graph.mutations]
         outputs = [np.array(o, copy=True) if isinstance(o, np.ndarray) and
                    any(np.may_share_memory(o, m) for m in mutated) else o for o in outputs]
+    # A constant's array is frozen and shared by every call; hand the caller its own writable copy, as NumPy
+    # would have computed a fresh array (``return np.arange(3) * 2`` folded to a constant is still writable).
+    frozen = [n.attrs["value"] for n in graph.nodes if n.op == "const" and isinstance(n.attrs["value"], np.ndarray)]
+    if frozen:
+        outputs = [np.array(o, copy=True) if isinstance(o, np.ndarray) and not o.flags.writeable and
+                   any(np.may_share_memory(o, c) for c in frozen) else o for o in outputs]
     apply_mutations(graph, args, values)
     return outputs

@@ -84,21 +84,21 @@ def _verify(graph: Graph, root: Graph) -> None:
         if not isinstance(index, int) or not 0 <= index < len(graph.inputs):
             raise _fail(graph, None, f"mutation of input {index}, but the graph has {len(graph.inputs)} inputs",
                         line=f"mutate input[{index}] <-")
-        names = node_names(graph)
-        marker = f"mutate {names.get(graph.inputs[index])} <- {names.get(value)}"
-        if index in mutated:
-            raise _fail(graph, None, f"input {index} is mutated twice; a graph writes each caller buffer once",
-                        line=marker)
-        mutated.add(index)
-        if value not in seen:
-            raise _fail(graph, None, f"mutation value {value!r} is not defined in the graph", line=marker)
         target, new = graph.inputs[index].type, value.type
-        if not (isinstance(target, TensorType) and isinstance(new, TensorType)) or \
+        problem = None
+        if index in mutated:
+            problem = f"input {index} is mutated twice; a graph writes each caller buffer once"
+        elif value not in seen:
+            problem = f"mutation value {value!r} is not defined in the graph"
+        elif not (isinstance(target, TensorType) and isinstance(new, TensorType)) or \
                 (target.shape, target.dtype) != (new.shape, new.dtype):
-            raise _fail(graph, None, f"mutation writes {new} into input {index} of type {target}", line=marker)
-        if target.weak:
-            raise _fail(graph, None, f"mutation of input {index}, a Python scalar ({target}), which cannot be "
-                                     "written in place", line=marker)
+            problem = f"mutation writes {new} into input {index} of type {target}"
+        elif target.weak:
+            problem = f"mutation of input {index}, a Python scalar ({target}), which cannot be written in place"
+        if problem is not None:
+            names = node_names(graph)  # only on failure: naming prints the whole graph
+            raise _fail(graph, None, problem, line=f"mutate {names.get(graph.inputs[index])} <- {names.get(value)}")
+        mutated.add(index)
 
 
 def _check_const(graph: Graph, node: Node) -> None:

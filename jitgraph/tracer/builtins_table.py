@@ -7,6 +7,7 @@ code). Builtins that would need array *data* (``float(arr)``, ``int(arr)``, ``ma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -207,6 +208,9 @@ def _plain(builtin: Any) -> Callable[..., Any]:
 
 for _fn in (round, divmod, pow, all, any, hash, chr, ord, bin, hex, format):
     BUILTINS[_fn] = _plain(_fn)
+for _name in dir(math):  # math.sqrt(d_k) and friends on trace-time numbers
+    if callable(getattr(math, _name)) and not _name.startswith("_"):
+        BUILTINS[getattr(math, _name)] = _plain(getattr(math, _name))
 
 
 # ---- container methods ----------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ class Entry:
     times: dict[str, float] = field(default_factory=dict)
     leaf_names: list[str] = field(default_factory=list)
     n_arrays: int = 0
+    pass_report: Any = None
 
     @property
     def guard_texts(self) -> list[str]:
@@ -269,6 +270,7 @@ class CompiledFunction:
             start = time.perf_counter()
             optimised, report = run_pipeline(graph, self.options)
             entry.times["passes"] = time.perf_counter() - start
+            entry.pass_report = report
             entry.times.update({f"pass:{name}": seconds for name, seconds in report.times.items()})
             start = time.perf_counter()
             compiled = get_backend(backend)(optimised, self.options)

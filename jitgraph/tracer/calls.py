@@ -9,6 +9,7 @@ does to its arguments.
 from __future__ import annotations
 
 import builtins
+import functools
 import types
 from typing import Any
 
@@ -67,6 +68,11 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, types.MethodType):
         return call(tx, fn.__func__, [fn.__self__] + args, kwargs)
+    if type(fn) is functools.partial:
+        source = tx.source_of(fn) or tx.const_source(fn)
+        bound = tx.wrap_external(fn.args, source.attr("args"))
+        keywords = tx.wrap_external(fn.keywords, source.attr("keywords"))
+        return call(tx, tx.wrap_external(fn.func, source.attr("func")), list(bound) + args, {**keywords, **kwargs})
     if isinstance(fn, type):
         if issubclass(fn, np.generic):
             tx.graph_break(f"{fn.__name__}(...) is not supported here")

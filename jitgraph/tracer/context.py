@@ -110,6 +110,12 @@ class TraceContext:
             kind = "py" if t.weak else "array"
         return TArray(Buffer(node), (), kind)
 
+    def strong(self, node: Node) -> Node:
+        """A NumPy function's result is a NumPy value even from Python scalars (``np.sqrt(8)`` is a float64,
+        which NEP 50 then treats as strong); operators on Python scalars stay Python scalars."""
+        t = node.tensor_type
+        return self.op("astype", node, dtype=t.dtype) if t.weak else node
+
     def result(self, node: Node, scalar_if_0d: bool = True) -> TArray:
         """An op result typed the way NumPy hands it back: 0-d results of ufuncs/reductions are NumPy scalars."""
         t = node.tensor_type

@@ -97,7 +97,7 @@ def _ufunc_lowering(name: str, nin: int) -> Lowering:
             tx.graph_break(f"np.{name}(dtype=...) is not supported by the tracer")
         if isinstance(out, tuple) and len(out) == 1:
             out = out[0]
-        node = tx.op(name, *(tx.node(a) for a in args))
+        node = tx.strong(tx.op(name, *(tx.node(a) for a in args)))
         if out is not None:
             if not isinstance(out, TArray) or out.kind != "array":
                 tx.graph_break(f"np.{name}(out=...) into a non-array")
@@ -118,7 +118,7 @@ for _name in BINARY_UFUNCS:
 def _where(tx: TraceContext, condition: Any, *xy: Any) -> Any:
     if len(xy) != 2:
         tx.graph_break("np.where with one argument returns data-dependent indices")
-    node = tx.op("where", tx.node(condition), tx.node(xy[0]), tx.node(xy[1]))
+    node = tx.strong(tx.op("where", tx.node(condition), tx.node(xy[0]), tx.node(xy[1])))
     return tx.result(node, scalar_if_0d=False)
 
 
@@ -128,10 +128,10 @@ def _clip_impl(tx: TraceContext, a: Any, lo: Any, hi: Any) -> Any:
         err = ValueError("One of max or min must be given")
         tx.graph_break(str(err), err)
     if lo is None:
-        return tx.result(tx.op("minimum", x, tx.node(hi)))
+        return tx.result(tx.strong(tx.op("minimum", x, tx.node(hi))))
     if hi is None:
-        return tx.result(tx.op("maximum", x, tx.node(lo)))
-    return tx.result(tx.op("clip", x, tx.node(lo), tx.node(hi)))
+        return tx.result(tx.strong(tx.op("maximum", x, tx.node(lo))))
+    return tx.result(tx.strong(tx.op("clip", x, tx.node(lo), tx.node(hi))))
 
 
 @numpy(np.clip)

@@ -42,13 +42,14 @@ def build(program: list[tuple[str, str]], mutate: bool, with_while: bool) -> Gra
             elif kind == "cond":
                 a0, y0 = acc, yy
                 acc, yy = build_cond(rb, rb.op("greater", a0, rb.const(0.0)),
-                                     lambda cb: [cb.op(op, a0, cb.const(2.0)), put(cb, y0, a0, i)],
-                                     lambda cb: [cb.op("negative", a0), y0])
+                                     lambda cb, a0=a0, y0=y0, op=op: [cb.op(op, a0, cb.const(2.0)),
+                                                                      put(cb, y0, a0, i)],
+                                     lambda cb, a0=a0, y0=y0: [cb.op("negative", a0), y0])
             else:
                 a0, y0 = acc, yy
                 (acc,) = build_loop(rb, 0, i, 1, [a0],
-                                    lambda rb2, j, s: [rb2.op(op, s, rb2.op("multiply", at(rb2, y0, j),
-                                                                          rb2.const(0.25)))])
+                                    lambda rb2, j, s, y0=y0, op=op: [
+                                        rb2.op(op, s, rb2.op("multiply", at(rb2, y0, j), rb2.const(0.25)))])
             acc = rb.op("tanh", acc)  # keep values bounded whatever the random ops do
         return [acc, yy]
 

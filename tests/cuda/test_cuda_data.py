@@ -182,3 +182,27 @@ def test_full_setitem_mutation_is_written_in_place() -> None:
     assert list(compiled.direct.values()) == [0]
     assert_matches_eager(g, [rand((500,)), rand((500,), seed=1)], compiled, device=True, rtol=1e-5)
     assert_matches_eager(g, [rand((500,)), rand((500,), seed=1)], compiled, device=False, rtol=1e-5)
+
+
+def test_outputs_that_alias_a_mutated_argument_keep_their_old_values() -> None:
+    """Returning x (or x.T) and mutating x: the outputs show x before the write, as in eager NumPy."""
+    def fn(b, x, y):  # noqa: ANN001, ANN202
+        return {"outputs": [x, b.op("transpose", x, axes=(1, 0)), b.op("add", x, y)],
+                "mutations": [(0, b.op("multiply", y, b.const(2.0)))]}
+
+    g = build([((3, 5), "float32"), ((3, 5), "float32")], fn)
+    assert_matches_eager(g, [rand((3, 5)), rand((3, 5), seed=1)], device=True)
+    assert_matches_eager(g, [rand((3, 5)), rand((3, 5), seed=1)], device=False)
+
+
+def test_device_array_facts_for_the_tracer() -> None:
+    from numba import cuda
+
+    from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
+
+    x = np.ones((4, 6), np.float32)
+    d = cuda.to_device(x)
+    assert is_device_array(d) and not is_device_array(x)
+    assert device_array_facts(d) == ((4, 6), np.dtype(np.float32), x.strides)
+    assert str(device_type_of(d)) == "f32[4,6]" and str(device_type_of(d.T)) == "f32[6,4]{F}"
+    assert device_array_facts(x) is None

@@ -206,3 +206,32 @@ def test_kernels_are_shared_between_compiles() -> None:
     assert_matches_eager(g, [rand((64,))], a)
     assert_matches_eager(g, [rand((64,), seed=1)], b)
     assert a.kernel_sources == b.kernel_sources
+
+
+def test_column_family_with_full_shape_output() -> None:
+    def fn(b, x):  # noqa: ANN001, ANN202
+        return b.op("divide", x, b.op("sum", b.op("absolute", x), axis=(0,), keepdims=True))
+
+    g = build([((30, 3, 17), "float32")], fn)
+    c = assert_matches_eager(g, [rand((30, 3, 17))], rtol=1e-5)
+    assert _families(c) == ["column"]
+
+
+def test_two_stage_family_with_several_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU with many SMs a few long rows use the split family; pretend the simulated device has 8 SMs."""
+    from jitgraph.backends.cuda import runtime
+
+    info = runtime.device_info()
+    monkeypatch.setattr(runtime, "device_info", lambda: runtime.DeviceInfo(
+        info.name, 8, info.max_threads, info.warp, info.simulated, info.peak_gbps))
+
+    def fn(b, x, w):  # noqa: ANN001, ANN202
+        xc = b.op("subtract", x, b.op("mean", x, axis=(1,), keepdims=True))
+        var = b.op("mean", b.op("multiply", xc, xc), axis=(1,), keepdims=True)
+        return b.op("multiply", b.op("divide", xc, b.op("sqrt", b.op("add", var, b.const(1e-5)))), w), var
+
+    g = build([((3, 1100), "float32"), ((1100,), "float32")], fn)
+    c = assert_matches_eager(g, [rand((3, 1100), low=1, high=3), rand((1100,), seed=1)], rtol=1e-4, atol=1e-5)
+    assert _families(c) == ["split"]
+    (plan,) = c.plans.values()
+    assert [launch.nchunks > 1 for launch in plan.variants[frozenset()]] == [True, True, True]

@@ -150,6 +150,16 @@ def test_bool_index_entry_is_unsupported_not_misread() -> None:
         b.op("getitem", x, spec=(True,))
 
 
+def test_bool_mask_is_unsupported_not_rejected() -> None:
+    """NumPy accepts a boolean mask, so the IR must not claim NumPy rejects it (that would show the user a wrong
+    error); it is unsupported (data-dependent shape) and runs eagerly."""
+    b = GraphBuilder()
+    x = b.input(type_of(np.ones((3, 2))), "x")
+    mask = b.input(type_of(np.ones(3, bool)), "mask")
+    with pytest.raises(UnsupportedError):
+        b.op("getitem", x, mask, spec=(Operand(0),))
+
+
 def setitem_graph(name: str, x: np.ndarray, value: Any, spec: tuple[Any, ...], operands: tuple[Any, ...]) -> Any:
     b = GraphBuilder()
     xin = b.input(type_of(x), "x")

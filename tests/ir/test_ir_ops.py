@@ -200,6 +200,7 @@ def concatenate_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
         yield Case((x, y), lambda *v: np.concatenate(v, axis=1), {"axis": 1})
         yield Case((x, x, x), lambda *v: np.concatenate(v, axis=0), {"axis": 0})
         yield Case((x, y), lambda *v: np.concatenate(v, axis=-1), {"axis": -1})
+        yield Case((x, y.T), lambda *v: np.concatenate(v, axis=None), {"axis": None})
 
 
 @cases_for("stack")
@@ -340,8 +341,9 @@ def full_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
 @cases_for("arange")
 def arange_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
     for start, stop, step, dtype in ((0, 5, 1, np.int64), (0, 1, 0.1, np.float64), (5, -3, -2, np.int32),
-                                     (0, 3, 1, np.float32), (1, 1, 1, np.int64), (0.5, 4, 1.5, np.float64)):
-        attrs = {"start": start, "stop": stop, "step": step, "dtype": np.dtype(dtype)}
+                                     (0, 3, 1, np.float32), (1, 1, 1, np.int64), (0.5, 4, 1.5, np.float64),
+                                     (0, 5, 2, None), (0, 2.5, 0.5, None), (3, 0, 1, None)):
+        attrs = {"start": start, "stop": stop, "step": step, "dtype": None if dtype is None else np.dtype(dtype)}
         yield Case((), lambda a=dict(attrs): np.arange(a["start"], a["stop"], a["step"], dtype=a["dtype"]), attrs)
 
 
@@ -406,7 +408,23 @@ def tuple_get_test() -> None:
     assert got[0] is y and got[1] is x
 
 
-CUSTOM.update({"input": input_test, "const": const_test, "tuple_get": tuple_get_test})
+def check_test() -> None:
+    """``check(value, pred, message)``: the value when pred holds, NumPy-style ValueError(message) when not."""
+    rng = np.random.default_rng(3)
+    x = sample((2, 3), np.float32, rng, "T")
+    b = GraphBuilder()
+    xin = b.input(type_of(x), "x")
+    n = b.input(type_of(4), "n")
+    ok = b.op("check", xin, b.op("greater", n, b.const(2)), message="n must exceed 2")
+    assert ok.type == xin.type
+    graph = verify(b.build([ok]))
+    (got,) = eager.run(graph, [x, 4])
+    assert got is x
+    with pytest.raises(ValueError, match="n must exceed 2"):
+        eager.run(graph, [x, 1])
+
+
+CUSTOM.update({"input": input_test, "const": const_test, "tuple_get": tuple_get_test, "check": check_test})
 
 
 # ------------------------------------------------------------------------------------------------- the tests
@@ -437,7 +455,7 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
-        OpKind.SPECIAL: {"input", "const", "tuple_get"},
+        OpKind.SPECIAL: {"input", "const", "tuple_get", "check"},
     }[kind]
     assert names == expected
 

@@ -256,3 +256,32 @@ def test_layout_is_advisory_inside_tuple_types() -> None:
     verify(replace(graph, nodes=(x, relaxed, first2), outputs=(first2,)))
     wrong = Node("fused", (x,), TupleType((F32_43, F32_43.with_(dtype=np.float64))), regions=(body,))
     _rejects(replace(graph, nodes=(x, wrong), outputs=(wrong,)), "fused is typed (f32[4,3], f64[4,3])")
+
+
+def test_region_bodies_are_verified_and_closed() -> None:
+    """A body that reads a value of the enclosing graph (instead of taking it as a body input) is rejected."""
+    outer = GraphBuilder()
+    x = outer.input(F32_43, "x")
+    scale = outer.op("exp", x)
+    inner = GraphBuilder()
+    bx = inner.input(F32_43, "bx")
+    leaked = Node("multiply", (bx, scale), F32_43)  # reads the outer %1
+    inner.add(leaked)
+    body = inner.build([leaked])
+    fused = Node("fused", (x,), F32_43, regions=(body,))
+    graph = Graph((x, scale, fused), (x,), (fused,), (), ("x",))
+    _rejects(graph, "outside this graph (regions are closed)", marked="%1 = multiply(%0, %2) : f32[4,3]")
+    good_inner = GraphBuilder()
+    gx = good_inner.input(F32_43, "bx")
+    good_body = good_inner.build([good_inner.op("negative", gx)])
+    b = GraphBuilder()
+    y = b.input(F32_43, "x")
+    node = b.op("fused", y, regions=[good_body])
+    assert str(verify(b.build([node]))) == """\
+%0 = input[x] : f32[4,3]
+%1 = fused(%0) : f32[4,3] {
+  %2 = input[bx] : f32[4,3]
+  %3 = negative(%2) : f32[4,3]
+  return %3
+}
+return %1"""

@@ -91,8 +91,15 @@ class Program:
         if how == "existing":
             second = self.pick()
         elif how == "weak":
+            # A Python scalar literal (const) or run-time argument (``lr``): weak either way. Weak values are not
+            # added to the operand pool, so no op ever sees two of them (np.exp(lr) is strong in NumPy, while the
+            # IR reads all-weak ops as Python arithmetic; see test_all_weak_operands_follow_python).
             scalar = self.draw(st.sampled_from([2, -3, 0.5, -1.25, 0]), "scalar")
-            second = (self.b.const(scalar), scalar)
+            if self.draw(st.booleans(), "runtime scalar"):
+                second = (self.b.input(type_of(scalar), f"x{len(self.args)}"), scalar)
+                self.args.append(scalar)
+            else:
+                second = (self.b.const(scalar), scalar)
         else:  # a fresh input whose shape broadcasts against the first operand's
             shape = list(np.shape(first[1]))
             keep = self.draw(st.integers(0, len(shape)), "keep")

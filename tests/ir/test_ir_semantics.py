@@ -12,7 +12,7 @@ import pytest
 from irtest_util import assert_same, assert_type_matches, check_op
 
 from jitgraph.backends import eager
-from jitgraph.ir import GraphBuilder, TensorType, type_of, verify
+from jitgraph.ir import GraphBuilder, Operand, TensorType, type_of, verify
 
 
 def run_with_const(name: str, array: np.ndarray, scalar: Any, scalar_first: bool = False) -> tuple[Any, Any]:
@@ -146,3 +146,45 @@ def test_bool_arithmetic() -> None:
     assert check_op("add", (a, b), {}, np.add) == "ok"
     assert check_op("add", (a, 1), {}, np.add) == "ok"  # bool + weak int is int64
     assert check_op("sum", (a,), {"axis": (0,), "keepdims": False}, lambda v: np.sum(v, axis=0)) == "ok"
+
+
+ZERO_SIZE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], Callable[..., Any]]] = [
+    ("add", (np.zeros((0, 3)), np.ones(3, np.float32)), {}, np.add),
+    ("matmul", (np.zeros((2, 0)), np.zeros((0, 3))), {}, np.matmul),
+    ("matmul", (np.zeros((0, 2)), np.zeros((2, 3))), {}, np.matmul),
+    ("dot", (np.zeros(0), np.zeros(0)), {}, np.dot),
+    ("sum", (np.zeros((0, 3)),), {"axis": (0,), "keepdims": False}, lambda v: np.sum(v, axis=0)),
+    ("mean", (np.zeros((0, 3)),), {"axis": (0,), "keepdims": True}, lambda v: np.mean(v, axis=0, keepdims=True)),
+    ("prod", (np.zeros((3, 0), np.int32),), {"axis": (0, 1), "keepdims": False}, np.prod),
+    ("max", (np.zeros((3, 0)),), {"axis": (0,), "keepdims": False}, lambda v: np.max(v, axis=0)),
+    ("max", (np.zeros((3, 0)),), {"axis": (1,), "keepdims": False}, lambda v: np.max(v, axis=1)),
+    ("argmin", (np.zeros((3, 0)),), {"axis": 0, "keepdims": False}, lambda v: np.argmin(v, axis=0)),
+    ("reshape", (np.zeros((0, 3)),), {"shape": (-1, 3)}, lambda v: v.reshape(-1, 3)),
+    ("reshape", (np.zeros((0, 3)),), {"shape": (0, -1)}, lambda v: v.reshape(0, -1)),
+    ("transpose", (np.zeros((0, 3)),), {"axes": (1, 0)}, np.transpose),
+    ("broadcast_to", (np.zeros((1, 3)),), {"shape": (0, 3)}, lambda v: np.broadcast_to(v, (0, 3))),
+    ("concatenate", (np.zeros((0, 3)), np.ones((2, 3), np.int32)), {"axis": 0}, lambda *v: np.concatenate(v)),
+    ("einsum", (np.zeros((0, 3)), np.zeros((3, 2))), {"subscripts": "ij,jk->ik"},
+     lambda a, b: np.einsum("ij,jk->ik", a, b)),
+    ("getitem", (np.zeros((4, 3)),), {"spec": (slice(2, 2),)}, lambda v: v[2:2]),
+    ("var", (np.zeros((0,)),), {"axis": (0,), "keepdims": False}, lambda v: np.var(v, axis=0)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ZERO_SIZE_CASES)), ids=[c[0] for c in ZERO_SIZE_CASES])
+def test_zero_size_arrays(case: int) -> None:
+    """Empty arrays are valid NumPy operands: same shapes and dtypes (or the same rejection) as NumPy."""
+    name, args, attrs, reference = ZERO_SIZE_CASES[case]
+    check_op(name, args, attrs, reference)
+
+
+def test_value_dependent_numpy_errors_surface_at_run_time() -> None:
+    """Errors only values can reveal (integers to negative powers, out-of-range runtime index scalars) pass type
+    inference, and the eager run raises NumPy's own exception."""
+    base = np.arange(1, 5, dtype=np.int32)
+    assert check_op("power", (base, np.array([1, -1, 2, 0], np.int32)), {}, np.power) == "runtime-error"
+    assert check_op("power", (base, -2), {}, np.power) == "runtime-error"
+    x = np.arange(6.0).reshape(2, 3)
+    assert check_op("getitem", (x, 5), {"spec": (Operand(0),)}, lambda v, i: v[i]) == "runtime-error"
+    assert check_op("getitem", (x, np.array([0, 7])), {"spec": (slice(None), Operand(0))},
+                    lambda v, i: v[:, i]) == "runtime-error"

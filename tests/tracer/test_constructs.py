@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import pytest
 
@@ -308,3 +311,31 @@ def test_returned_caller_containers_are_the_same_objects():
     p, lg = {"b": A.copy(), "a": V.copy()}, [3]
     out = compiled(p, lg)
     assert out[0] is p and out[1] is lg and list(out[2]) == ["a", "b"]
+
+
+def _scaled_add(x, y, alpha=1.0):
+    return x + alpha * y
+
+
+SCALED = functools.partial(_scaled_add, alpha=0.5)
+
+
+def math_and_partial(q, k):
+    d = q.shape[-1]
+    scores = q @ k.T / math.sqrt(d)
+    return SCALED(scores, scores * math.pi)
+
+
+def test_math_functions_and_partials():
+    run_both(math_and_partial, A, A * 2)
+
+
+def numpy_functions_of_python_scalars(x, lr):
+    hd = x.shape[1]
+    return (x / np.sqrt(hd), x * np.maximum(lr, 0.5), x * lr * 2.0, np.exp(lr), np.where(True, lr, 1.0),
+            np.clip(lr, 0, 1) * x)
+
+
+def test_numpy_functions_of_python_scalars_are_strong():
+    """np.sqrt(8) is a float64 NumPy scalar, so f32 / np.sqrt(8) is float64 (NEP 50), while f32 * lr stays f32."""
+    run_both(numpy_functions_of_python_scalars, A, 0.25)

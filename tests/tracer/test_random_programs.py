@@ -47,7 +47,8 @@ def helper2(a, b, scale=0.5):
 @st.composite
 def expressions(draw, depth=0):
     if depth >= 3 or draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from(["x", "y", "z", "t", "s * x", "np.full_like(x, 0.5)"]))
+        return draw(st.sampled_from(["x", "y", "z", "t", "s * x", "np.full_like(x, 0.5)", "x / np.sqrt(x.shape[1])",
+                                      "np.exp(s) * y", "np.float32(s) * z"]))
     kind = draw(st.sampled_from(["unary", "binary", "reduce"]))
     if kind == "unary":
         return draw(st.sampled_from(UNARY)).format(draw(expressions(depth + 1)))

@@ -163,6 +163,8 @@ class _Emit:
         sizes = [f"n{d}" for d in range(spec.rank)]
         params = sizes + [a.name for a in spec.arrays] + [s for s, _ in spec.scalars] + [o.name for o in spec.outputs]
         fname = spec.name + ("_par" if parallel else "")
+        self.parallel = parallel
+        self.prologue: list[str] = []
         w = _Writer()
         w.lines.append(f"def {fname}({', '.join(params)}):")
         # Constants, scalar arguments and 0-d arithmetic: once per call.
@@ -182,11 +184,13 @@ class _Emit:
         for n, count in spec.mean_counts.items():
             w(f"cnt{self.var[n]} = {count}")
         idx: dict[int, str] = {}
+        top = len(w.lines)
         self.loops(w, self.outer_dims, idx, parallel and bool(self.outer_dims))
         if not spec.inner:
             self._flat_body(w, idx)
         else:
             self._reduction_body(w, idx)
+        w.lines[top:top] = ["    " + line for line in self.prologue]
         return w.lines
 
     def _flat_body(self, w: _Writer, idx: dict[int, str]) -> None:
@@ -253,17 +257,44 @@ class _Emit:
         spec = self.spec
         w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
         accs = {r: E.accumulator_dtype(r) for r in reds}
+        *outer_r, last = spec.inner
         for r in reds:
             v = self.var[r]
-            w(f"acc{v} = np.empty({LANES}, {E.np_name(accs[r])})")
-            w(f"for l in range({LANES}):")
-            w(f"    acc{v}[l] = {E.reduction_init(r.op, accs[r])}")
-            w(f"buf{v} = np.empty({BLOCK}, {E.np_name(accs[r])})")
-        *outer_r, last = spec.inner
+            init = E.reduction_init(r.op, accs[r])
+            w(" = ".join(f"acc{v}_{lane}" for lane in range(LANES)) + f" = {init}")
+            if keep or not all(self.operand(x.inputs[0]) for x in reds):
+                self.scratch(w, f"buf{v}", str(BLOCK), accs[r])
         for n in keep:
-            w(f"sc{self.var[n]} = np.empty(n{last}, {E.np_name(n.type.dtype)})")
+            self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
+        if not keep and all(self.operand(r.inputs[0]) for r in reds):
+            self._direct_lanes(w, reds, accs, idx, last)
+        else:
+            self._blocked_lanes(w, reds, accs, idx, last, keep)
+        w.depth = depth
+        self._finish(w, reds)
+
+    def _direct_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
+        """Reductions of operands as loaded: lanes read memory directly, no buffer."""
+        w(f"for j in range(0, n{last} - n{last} % {LANES}, {LANES}):")
+        for lane in range(LANES):
+            idx[last] = f"j + {lane}" if lane else "j"
+            self._fold(w, reds, accs, idx, lane, "    ")
+        w(f"for j in range(n{last} - n{last} % {LANES}, n{last}):")
+        idx[last] = "j"
+        self._fold(w, reds, accs, idx, 0, "    ")
+
+    def _fold(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], lane: int, pad: str) -> None:
+        for r in reds:
+            (src,) = r.inputs
+            arg = self.args[self.spec.use_of[(r, src)]]
+            v = self.var[r]
+            value = E.cast(self.index(arg, idx), accs[r], src.type.dtype)
+            w(f"{pad}acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', value)}")
+
+    def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
+                       keep: list[Node]) -> None:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = min({BLOCK}, n{last} - jb)")
@@ -278,19 +309,23 @@ class _Emit:
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1
+        # Scalar lane accumulators (registers): LLVM's SLP vectoriser turns each row of 8 into one vector op.
         w(f"for k in range(0, m - m % {LANES}, {LANES}):")
-        w("    for l in range({}):".format(LANES))
         for r in reds:
             v = self.var[r]
-            w(f"        acc{v}[l] = {E.reduction_combine(r.op, f'acc{v}[l]', f'buf{v}[k + l]')}")
+            for lane in range(LANES):
+                k = f"k + {lane}" if lane else "k"
+                w(f"    acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', f'buf{v}[{k}]')}")
         w(f"for k in range(m - m % {LANES}, m):")
         for r in reds:
             v = self.var[r]
-            w(f"    acc{v}[0] = {E.reduction_combine(r.op, f'acc{v}[0]', f'buf{v}[k]')}")
-        w.depth = depth
+            w(f"    acc{v}_0 = {E.reduction_combine(r.op, f'acc{v}_0', f'buf{v}[k]')}")
+        w.depth -= 1
+
+    def _finish(self, w: _Writer, reds: list[Node]) -> None:
         for r in reds:
             v = self.var[r]
-            lanes = [f"acc{v}[{lane}]" for lane in range(LANES)]
+            lanes = [f"acc{v}_{lane}" for lane in range(LANES)]
             while len(lanes) > 1:  # pairwise, like the lanes' own order
                 lanes = [f"({E.reduction_combine(r.op, a, b)})" for a, b in zip(lanes[::2], lanes[1::2])]
             total = lanes[0]
@@ -298,6 +333,15 @@ class _Emit:
                 total = f"{total} / cnt{v}"
             w(f"{v} = {E.cast(total, r.type.dtype)}")
             self._done.add(r)
+
+    def scratch(self, w: _Writer, name: str, size: str, dtype: np.dtype) -> None:
+        """A scratch buffer: allocated once per call in the serial variant, per outer iteration under prange
+        (where each thread needs its own; Numba hoists the allocation out of the parallel loop)."""
+        line = f"{name} = np.empty({size}, {E.np_name(dtype)})"
+        if self.parallel:
+            w(line)
+        else:
+            self.prologue.append(line)
 
     def scratch_candidates(self, reds: list[Node], finals: list[Node]) -> list[Node]:
         """Full values computed for ``reds`` that the final sweep needs and that contain transcendental math."""

@@ -60,6 +60,8 @@ class CudaCompiledGraph:
             env[node] = self._eval(node, env, dev_args, direct_ok)
         outputs = [args[o.attrs["index"]] if o.op == "input" else env[o] for o in self.graph.outputs]
         values = [env[n] for _, n in self.graph.mutations]
+        if self.graph.mutations:
+            outputs = self._detach(outputs, args, dev_args)
         self._write_mutations(args, dev_args, values)
         if device_mode:
             return [_device_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
@@ -101,6 +103,24 @@ class CudaCompiledGraph:
             if not any(a is target or runtime.may_share_memory(a, target) for a in others):
                 ok.add(i)
         return ok
+
+    def _detach(self, outputs: list[Any], args: Sequence[Any], dev_args: list[Any]) -> list[Any]:
+        """Outputs are values as of when they were computed: one that shares memory with an argument about to be
+        written (an input returned as is, or a view of it) is copied first, as the eager interpreter does."""
+        mutated = [i for i, _ in self.graph.mutations]
+        out = []
+        for value in outputs:
+            if isinstance(value, np.ndarray) and any(
+                    isinstance(args[i], np.ndarray) and np.may_share_memory(value, args[i]) for i in mutated):
+                value = value.copy()
+            elif runtime.is_device_array(value) and any(
+                    runtime.is_device_array(dev_args[i]) and runtime.may_share_memory(value, dev_args[i])
+                    for i in mutated):
+                copy = runtime.empty(value.shape, value.dtype)
+                compiler.assign(copy, runtime.as_numba_device(value))
+                value = copy
+            out.append(value)
+        return out
 
     def _write_mutations(self, args: Sequence[Any], dev_args: list[Any], values: list[Any]) -> None:
         targets = [dev_args[i] for i, _ in self.graph.mutations]

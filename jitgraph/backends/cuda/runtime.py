@@ -89,7 +89,7 @@ class DeviceInfo:
     @property
     def split_blocks(self) -> int:
         """Blocks the first stage of a two-stage reduction spreads a row over."""
-        return 4 if self.simulated else self.sm_count * 8
+        return 8 if self.simulated else self.sm_count * 8
 
 
 @functools.cache
@@ -135,6 +135,9 @@ def as_numba_device(value: Any) -> Any:
     module = cuda()
     if getattr(value, "__cuda_ndarray__", False) is True:
         return value
+    if not hasattr(module, "as_cuda_array"):
+        raise BackendError(f"{type(value).__name__} device arrays need a real GPU; the simulator only takes "
+                           "numba.cuda arrays", hint="pass numba.cuda.to_device(...) arrays under the simulator")
     return module.as_cuda_array(value)
 
 

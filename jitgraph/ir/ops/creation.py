@@ -43,7 +43,9 @@ def _infer_arange(types: tuple[TensorType, ...], attrs: dict, regions: tuple) ->
             length = len(_arange(**attrs))
     except Exception as exc:  # step 0, non-finite bounds: NumPy's own error
         raise type_error(f"arange: {exc}", exc) from exc
-    return TensorType((length,), np.dtype(attrs["dtype"]))
+    # dtype=None means NumPy's choice from the bounds (ints give int64); an empty range asks for it cheaply.
+    dtype = attrs["dtype"] if attrs["dtype"] is not None else _arange(bounds[0], bounds[0], bounds[2], None).dtype
+    return TensorType((length,), np.dtype(dtype))
 
 
 def _infer_eye(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:

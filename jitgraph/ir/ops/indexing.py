@@ -50,8 +50,11 @@ def expand_spec(ndim: int, spec: tuple[Any, ...]) -> tuple[Any, ...]:
 def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[TensorType, ...]) -> tuple[int, ...]:
     """NumPy's result shape for ``x[spec]``, advanced-index placement rules included."""
     for t in operands:
+        if t.dtype.kind == "b":  # valid NumPy, but the result's shape depends on the data
+            raise UnsupportedError("boolean mask indexing has a data-dependent shape; the IR has no op for it",
+                                   hint="np.nonzero/np.where on the mask runs eagerly; index with integers instead")
         if t.dtype.kind not in "iu":
-            raise _index_error("only integer arrays (and integer scalars) are valid array indices here")
+            raise _index_error("arrays used as indices must be of integer (or boolean) type")
     full = expand_spec(len(shape), tuple(spec))
     advanced = any(isinstance(e, Operand) and operands[e.k].ndim > 0 for e in full)
     out: list[Any] = []

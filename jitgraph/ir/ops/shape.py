@@ -91,6 +91,8 @@ def _join_dtype(types: tuple[TensorType, ...]) -> np.dtype:
 
 def _infer_concatenate(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     first = types[0]
+    if attrs.get("axis", 0) is None:  # np.concatenate(xs, axis=None) joins the flattened arrays
+        return TensorType((sum(t.size for t in types),), _join_dtype(types))
     if first.ndim == 0:
         err = ValueError("zero-dimensional arrays cannot be concatenated")
         raise type_error(f"concatenate: {err}", err)

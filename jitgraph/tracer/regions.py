@@ -1,0 +1,321 @@
+"""Loops traced once into ``loop`` regions instead of being unrolled.
+
+A ``for`` over ``range(...)`` whose trip count exceeds :data:`UNROLL_MAX`, or whose bounds are symbolic (computed
+from array data, like CSR row pointers), is traced *once*, with the induction variable as a symbolic Python int:
+
+1. the body runs once symbolically to discover what it changes (locals rebound, array storages written);
+2. it runs again with those values as carried body inputs (types widened once if, say, ``s = 0`` becomes a
+   float64), and its final values become the body's outputs;
+3. a ``loop`` node is recorded in the enclosing graph and the changed locals and storages are rebound to its
+   results, so code after the loop (and views of the same storages) see them.
+
+A ``break``/``return`` inside the body, a side effect on a Python object, or a branch on the induction variable
+makes the attempt fail; the tracer's state is restored and the loop is unrolled as before when its trip count is
+known (so nothing that traced before stops tracing), or the call falls back with the reason when it is not.
+
+Hooks: :func:`get_iter` and :func:`for_iter` wrap the tracer's ``GET_ITER``/``FOR_ITER`` handlers and
+:func:`range_call` its ``range`` builtin. :func:`enable` installs them at run time (until the tracer calls them
+directly).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from jitgraph.ir.graph import GraphBuilder, Node
+from jitgraph.ir.ops.control import INDEX_TYPE, RegionBuilder, _project, _resignature
+from jitgraph.ir.types import TensorType
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.values import Buffer, TArray
+
+if TYPE_CHECKING:
+    from jitgraph.tracer.bytecode import Instr
+    from jitgraph.tracer.frame import Frame
+
+UNROLL_MAX = 16
+_epochs = itertools.count(1 << 40)  # fresh buffer versions: invalidates every cached view read on restore
+
+
+@dataclass(eq=False)
+class SymRange:
+    """``range(start, stop, step)`` with at least one bound that is a traced integer."""
+
+    start: Any
+    stop: Any
+    step: Any
+
+
+@dataclass(eq=False)
+class RegionIter:
+    """What GET_ITER pushes for a loop to be traced as a region (FOR_ITER recognises it)."""
+
+    rng: range | SymRange
+
+
+class _BodyBuilder:
+    """Stands in for ``tx.builder`` while a body is traced: ops go into the region; graph inputs (an array global
+    first read in the body) and constants go to the root graph, from which the region captures them."""
+
+    def __init__(self, region: RegionBuilder, root: GraphBuilder) -> None:
+        object.__setattr__(self, "region", region)
+        object.__setattr__(self, "root", root)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.region, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.region, name, value)
+        if name == "loc":
+            self.root.loc = value
+
+    @property
+    def inputs(self) -> list[Node]:
+        return self.root.inputs
+
+    @property
+    def input_names(self) -> list[str]:
+        return self.root.input_names
+
+    def input(self, type_: Any, name: str = "") -> Node:
+        return self.root.input(type_, name)
+
+    def const(self, value: Any, type_: TensorType | None = None) -> Node:
+        return self.root.const(value, type_)
+
+
+def range_call(tx: Any, *args: Any) -> range | SymRange:
+    if not any(isinstance(a, TArray) for a in args):
+        return range(*args)
+    for a in args:
+        if isinstance(a, TArray):
+            t = tx.type_of(a)
+            if t.shape != () or t.dtype.kind not in "iu":
+                err = TypeError(f"'{t.dtype}' object cannot be interpreted as an integer")
+                tx.graph_break(str(err), err)
+        elif not isinstance(a, int | np.integer):
+            err = TypeError(f"'{type(a).__name__}' object cannot be interpreted as an integer")
+            tx.graph_break(str(err), err)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    return SymRange(start, stop, step)
+
+
+def wants_region(value: Any) -> bool:
+    return isinstance(value, SymRange) or (type(value) is range and len(value) > UNROLL_MAX)
+
+
+class _State:
+    """Everything a body trace changes, so a failed or discovery pass can be undone."""
+
+    def __init__(self, frame: Frame) -> None:
+        tx = frame.tx
+        self.locals = dict(frame.locals)
+        self.stack = list(frame.stack)
+        self.pc = frame.pc
+        self.builder = tx.builder
+        self.n_buffers = len(tx.buffers)
+        self.nodes = [(b, b.node) for b in _reachable_buffers(frame)]
+
+    def restore(self, frame: Frame) -> None:
+        tx = frame.tx
+        frame.locals.clear()
+        frame.locals.update(self.locals)
+        frame.stack[:] = self.stack
+        frame.pc = self.pc
+        tx.builder = self.builder
+        del tx.buffers[self.n_buffers:]
+        for buffer, node in self.nodes:
+            buffer.node = node
+            buffer.version = next(_epochs)
+
+
+def _reachable_buffers(frame: Frame) -> list[Buffer]:
+    """Every storage the body could write: caller arrays, and the arrays (and views) held by locals, cells, the
+    stack and wrapped globals (fresh op results are not in ``tx.buffers``)."""
+    tx = frame.tx
+    found: dict[int, Buffer] = {id(b): b for b in tx.buffers}
+    todo: list[Any] = [*frame.locals.values(), *frame.cells.values(), *frame.stack, *tx._by_source.values()]
+    seen: set[int] = set()
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, TArray):
+            found.setdefault(id(value.buffer), value.buffer)
+        elif isinstance(value, list | tuple):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif hasattr(value, "cell_contents") or type(value).__name__ == "ExternalCell":
+            todo.append(getattr(value, "cell_contents", None))
+    return list(found.values())
+
+
+def _run_body(frame: Frame, head: int, exit_pc: int) -> None:
+    """Interpret instructions from ``frame.pc`` until the back-edge returns to the loop head ``head``."""
+    from jitgraph.tracer.context import MAX_STEPS
+    from jitgraph.tracer.frame import HANDLERS
+
+    tx, instrs = frame.tx, frame.program.instrs
+    filename = frame.code.co_filename
+    while frame.pc != head:
+        if not head < frame.pc < exit_pc:
+            tx.graph_break("early exit (break) from a loop traced as a region")
+        ins = instrs[frame.pc]
+        frame.pc += 1
+        tx.steps += 1
+        tx.at(filename, ins.lineno)
+        if tx.steps > MAX_STEPS or ins.in_try or ins.op not in HANDLERS:
+            tx.graph_break(f"cannot trace {ins.op} inside a loop region")
+        if HANDLERS[ins.op](frame, ins) is not None:
+            tx.graph_break("return inside a loop traced as a region")
+
+
+def _value_node(tx: Any, value: Any) -> Node:
+    return tx.read(value) if isinstance(value, TArray) else tx.builder.const(value)
+
+
+def _carriable(value: Any) -> bool:
+    return isinstance(value, TArray) or (isinstance(value, int | float | np.number) and not isinstance(value, bool))
+
+
+def _kind(value: Any, t: TensorType) -> str:
+    if isinstance(value, TArray):
+        return value.kind if value.kind != "array" or t.shape != () else "array"
+    return "py" if t.weak else "scalar"
+
+
+def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers: list[Buffer],
+                types: list[TensorType], kinds: list[str]) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
+    """One pass over the body with ``names``/``buffers`` as carried inputs of ``types``; returns the region
+    builder, the induction input, the carried inputs and the final values (TArrays or plain numbers)."""
+    tx = frame.tx
+    outer = tx.builder
+    parent = outer.region if isinstance(outer, _BodyBuilder) else outer
+    root = outer.root if isinstance(outer, _BodyBuilder) else outer
+    rb = RegionBuilder(parent)
+    induction = rb.fixed_input(INDEX_TYPE, "i")
+    carried = [rb.fixed_input(t, name) for t, name in zip(types, names + [f"buf{b.uid}" for b in buffers])]
+    tx.builder = _BodyBuilder(rb, root)
+    for name, node, kind in zip(names, carried, kinds):
+        frame.locals[name] = TArray(Buffer(node), (), kind)
+    for buffer, node in zip(buffers, carried[len(names):]):
+        buffer.node = node
+        buffer.version = next(_epochs)
+    frame.push(TArray(Buffer(induction), (), "py"))
+    _run_body(frame, head, exit_pc)
+    finals = [frame.locals.get(name) for name in names] + [b.node for b in buffers]
+    return rb, induction, carried, finals
+
+
+def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
+    """FOR_ITER on a :class:`RegionIter`: record the whole loop as one ``loop`` node, then jump past it."""
+    tx = frame.tx
+    head, exit_pc = frame.pc - 1, ins.target
+    state = _State(frame)
+    bounds = [_value_node(tx, v) for v in ((rng.start, rng.stop, rng.step))]
+    # Pass 1: discover which locals and storages the body changes.
+    _trace_body(frame, head, exit_pc, [], [], [], [])
+    changed = [n for n, v in frame.locals.items() if n in state.locals and v is not state.locals[n]]
+    written = [b for b, node in state.nodes if b.node is not node]
+    state.restore(frame)
+    for _ in range(3):
+        olds = [state.locals[n] for n in changed]
+        if not all(_carriable(v) for v in olds):
+            bad = next(n for n, v in zip(changed, olds) if not _carriable(v))
+            tx.graph_break(f"the loop rebinds {bad!r}, a {type(olds[0]).__name__}, which a loop region cannot carry")
+        inits = [_value_node(tx, v) for v in olds] + [b.node for b in written]
+        types = [n.tensor_type for n in inits]
+        kinds = [_kind(v, t) for v, t in zip(olds, types)]
+        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds)
+        more = [n for n, v in frame.locals.items() if n in state.locals and n not in changed
+                and v is not state.locals[n]]
+        more_written = [b for b, node in state.nodes if b not in written and b.node is not node]
+        outs = [_value_node(tx, v) if not isinstance(v, Node) else v for v in finals]
+        out_types = [o.tensor_type for o in outs]
+        same = all((a.shape, a.dtype, a.weak) == (b.shape, b.dtype, b.weak) for a, b in zip(types, out_types))
+        state.restore(frame)
+        if more or more_written:
+            changed, written = changed + more, written + more_written
+            continue
+        if not same:
+            widened = [_widen(tx, a, b) for a, b in zip(types, out_types)]
+            state_inits = list(zip(changed, widened[:len(changed)]))
+            for name, t in state_inits:
+                if t != types[changed.index(name)]:
+                    widened_value = tx.op("astype", _value_node(tx, state.locals[name]), dtype=t.dtype)
+                    state.locals[name] = tx.fresh(widened_value, "py" if t.weak else "scalar")
+            if widened[len(changed):] != types[len(changed):]:
+                tx.graph_break("a loop changes the dtype of an array it updates")
+            continue
+        graph = rb.finish(outs)
+        graph = _resignature(graph, 1 + len(inits), rb.captured, rb.captured)
+        node = tx.op("loop", *bounds, *inits, *rb.captured, regions=(graph,), carried=len(inits))
+        results = _project(tx.builder, node)
+        for name, kind, value in zip(changed, kinds, results):
+            frame.locals[name] = TArray(Buffer(value), (), kind)
+        for buffer, value in zip(written, results[len(changed):]):
+            buffer.node = value
+            buffer.version = next(_epochs)
+        frame.stack[:] = state.stack[:-1]  # the body left the stack as it found it; FOR_ITER's exit pops the iterator
+        frame.pc = exit_pc
+        return
+    tx.graph_break("the values a loop carries do not settle on one type")
+
+
+def _widen(tx: Any, before: TensorType, after: TensorType) -> TensorType:
+    if (before.shape, before.dtype, before.weak) == (after.shape, after.dtype, after.weak):
+        return before
+    if before.shape != after.shape:
+        tx.graph_break(f"a loop-carried value changes shape from {before} to {after}")
+    return TensorType(after.shape, np.promote_types(before.dtype, after.dtype), weak=before.weak and after.weak)
+
+
+def get_iter(original: Any) -> Any:
+    def handler(frame: Frame, ins: Instr) -> None:
+        value = frame.stack[-1]
+        if wants_region(value):
+            frame.stack[-1] = RegionIter(value)
+            return None
+        return original(frame, ins)
+
+    return handler
+
+
+def for_iter(original: Any) -> Any:
+    def handler(frame: Frame, ins: Instr) -> None:
+        top = frame.stack[-1]
+        if not isinstance(top, RegionIter):
+            return original(frame, ins)
+        state = _State(frame)
+        try:
+            trace_loop(frame, ins, top.rng)
+        except GraphBreak:
+            if isinstance(top.rng, SymRange):
+                raise
+            state.restore(frame)  # fall back to unrolling, exactly what the tracer did before regions
+            frame.stack[-1] = iter(top.rng)
+            return original(frame, ins)
+        return None
+
+    return handler
+
+
+def enable() -> None:
+    """Install the hooks into the tracer's dispatch tables (idempotent)."""
+    from jitgraph.tracer import builtins_table, frame
+
+    if getattr(frame.HANDLERS["FOR_ITER"], "_regions", False):
+        return
+    get_h, for_h = get_iter(frame.HANDLERS["GET_ITER"]), for_iter(frame.HANDLERS["FOR_ITER"])
+    get_h._regions = for_h._regions = True  # type: ignore[attr-defined]
+    frame.HANDLERS["GET_ITER"], frame.HANDLERS["FOR_ITER"] = get_h, for_h
+    builtins_table.BUILTINS[range] = range_call
+    from jitgraph.tracer.branches import pop_jump
+
+    frame.HANDLERS["POP_JUMP_IF_FALSE"] = pop_jump(frame.HANDLERS["POP_JUMP_IF_FALSE"], False)
+    frame.HANDLERS["POP_JUMP_IF_TRUE"] = pop_jump(frame.HANDLERS["POP_JUMP_IF_TRUE"], True)
