@@ -56,7 +56,10 @@ class ExplainResult:
                  f"Op count: {self.op_count}"]
         if self.break_reasons:
             lines.append("Break reasons:")
-            lines.extend(f"  {i + 1}. {b}" for i, b in enumerate(self.break_reasons))
+            for i, b in enumerate(self.break_reasons):
+                lines.append(f"  {i + 1}. {b}")
+                if b.source_line:
+                    lines.append(f"       {b.source_line}")
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.extend("  " + line for line in str(g).splitlines())

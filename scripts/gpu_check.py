@@ -139,11 +139,12 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
 
     device_call()
     row["gpu"] = _median(device_call, repeat, budget)
-    runtime.KERNEL_EVENTS = []
-    for _ in range(5):
-        entry.compiled(dev_leaves)
-    row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
-    runtime.KERNEL_EVENTS = None
+    if not runtime.device_info().simulated:
+        runtime.KERNEL_EVENTS = []
+        for _ in range(5):
+            entry.compiled(dev_leaves)
+        row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
+        runtime.KERNEL_EVENTS = None
     outs = entry.compiled(dev_leaves)
     runtime.synchronize()
     row["d2h"] = _median(lambda: [runtime.to_host(o) for o in outs], repeat, budget) if outs else 0.0
@@ -188,6 +189,8 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
     peak_gbps = peak or info.peak_gbps
     print(f"\n== bandwidth (kernel time only; peak {peak_gbps or 'unknown'} GB/s"
           f"{' from --peak-gbps' if peak else ' from memory clock x bus width'}) ==")
+    if info.simulated:
+        print("  (the simulator has no CUDA events: kernel times and bandwidth need a real GPU)")
     for row in rows:
         arrays = bound.get(row["name"])
         if not arrays or "kernel" not in row or not row["kernel"]:

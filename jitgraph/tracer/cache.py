@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import functools
 import importlib
+import linecache
 import logging
 import os
 import time
@@ -46,6 +47,13 @@ class BreakReason:
     def __str__(self) -> str:
         where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
         return f"{where}: {self.reason}"
+
+    @property
+    def source_line(self) -> str:
+        """The user's line of code, for messages (empty when the file cannot be read)."""
+        if not self.filename or not self.lineno:
+            return ""
+        return linecache.getline(self.filename, self.lineno).strip()
 
 
 @dataclass
@@ -254,7 +262,9 @@ class CompiledFunction:
     def _raise_fullgraph(self, brk: GraphBreak, args: tuple, kwargs: dict[str, Any]) -> None:
         if brk.user_error is not None:
             self._fn(*args, **kwargs)  # NumPy/Python raises its own exception here, as it would eagerly
-        raise GraphBreakError(f"graph break: {brk.reason}", filename=brk.filename, lineno=brk.lineno,
+        line = BreakReason(brk.reason, brk.filename, brk.lineno).source_line
+        raise GraphBreakError(f"graph break: {brk.reason}" + (f"\n    {line}" if line else ""),
+                              filename=brk.filename, lineno=brk.lineno,
                               hint="fullgraph=True forbids falling back to eager; rewrite this line, or drop "
                                    "fullgraph=True to let the call run eagerly")
 

@@ -7,11 +7,11 @@ import numpy as np
 from jitgraph.ir import GraphBuilder, TensorType
 
 
-def t(shape, dtype="float32"):  # noqa: ANN001, ANN201
+def t(shape, dtype="float32"):
     return TensorType(tuple(shape), np.dtype(dtype))
 
 
-def w1(n=64, dtype="float32"):  # noqa: ANN001, ANN201
+def w1(n=64, dtype="float32"):
     """tanh(a*b + c)*0.5 + a"""
     b = GraphBuilder()
     x, y, z = (b.input(t((n,), dtype), name) for name in "abc")
@@ -19,7 +19,7 @@ def w1(n=64, dtype="float32"):  # noqa: ANN001, ANN201
     return b.build([r])
 
 
-def softmax(shape=(8, 16), dtype="float32"):  # noqa: ANN001, ANN201
+def softmax(shape=(8, 16), dtype="float32"):
     b = GraphBuilder()
     x = b.input(t(shape, dtype), "x")
     m = b.op("max", x, axis=(1,), keepdims=True)
@@ -28,7 +28,7 @@ def softmax(shape=(8, 16), dtype="float32"):  # noqa: ANN001, ANN201
     return b.build([b.op("divide", e, s)])
 
 
-def layernorm(shape=(8, 16), dtype="float32"):  # noqa: ANN001, ANN201
+def layernorm(shape=(8, 16), dtype="float32"):
     b = GraphBuilder()
     x = b.input(t(shape, dtype), "x")
     w = b.input(t(shape[-1:], dtype), "w")
@@ -40,7 +40,7 @@ def layernorm(shape=(8, 16), dtype="float32"):  # noqa: ANN001, ANN201
     return b.build([b.op("add", b.op("multiply", b.op("multiply", xc, inv), w), bias)])
 
 
-def adam(n=64, dtype="float32"):  # noqa: ANN001, ANN201
+def adam(n=64, dtype="float32"):
     b = GraphBuilder()
     p, g, m, v = (b.input(t((n,), dtype), name) for name in ("p", "g", "m", "v"))
     lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
@@ -53,7 +53,7 @@ def adam(n=64, dtype="float32"):  # noqa: ANN001, ANN201
     return b.build([], [(0, p2), (2, m2), (3, v2)])
 
 
-def mlp_forward(batch=8, din=6, hid=5, dtype="float32"):  # noqa: ANN001, ANN201
+def mlp_forward(batch=8, din=6, hid=5, dtype="float32"):
     """relu(x @ w1 + b1) @ w2 + b2, then a row softmax: two epilogues, one of them with reductions."""
     b = GraphBuilder()
     x = b.input(t((batch, din), dtype), "x")
@@ -67,7 +67,7 @@ def mlp_forward(batch=8, din=6, hid=5, dtype="float32"):  # noqa: ANN001, ANN201
     return b.build([b.op("divide", e, b.op("sum", e, axis=(1,), keepdims=True))])
 
 
-def cuts(n=16, dtype="float32"):  # noqa: ANN001, ANN201
+def cuts(n=16, dtype="float32"):
     """Shapes that must not fuse: a column sum feeding a row-broadcast, and an op with no emitter."""
     b = GraphBuilder()
     x = b.input(t((n, n), dtype), "x")

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
+import jitgraph.backends.cpu  # noqa: F401  (registers "cpu")
 from jitgraph.backends import eager
 from jitgraph.backends.base import get_backend
 from jitgraph.ir import Graph
-
-import jitgraph.backends.cpu  # noqa: F401  (registers "cpu")
 
 
 def cpu_compile(graph: Graph, **options: Any) -> Any:

@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import graphs
+import numpy as np
 from helpers_cpu import cpu_compile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +40,7 @@ def result(proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_new_process_compiles_nothing_and_corruption_is_rebuilt(tmp_path):  # noqa: ANN001
+def test_new_process_compiles_nothing_and_corruption_is_rebuilt(tmp_path):
     cold = result(run_process(tmp_path))
     assert cold["stats"]["compiled"] == 1 and cold["stats"]["modules_written"] == 1
     warm = result(run_process(tmp_path))
@@ -62,7 +61,7 @@ def test_new_process_compiles_nothing_and_corruption_is_rebuilt(tmp_path):  # no
     assert result(run_process(tmp_path))["stats"]["compiled"] == 0
 
 
-def test_concurrent_writers(tmp_path):  # noqa: ANN001
+def test_concurrent_writers(tmp_path):
     procs = [run_process(tmp_path) for _ in range(2)]
     sums = [result(p)["sum"] for p in procs]
     assert sums[0] == sums[1]
@@ -70,7 +69,7 @@ def test_concurrent_writers(tmp_path):  # noqa: ANN001
     assert result(run_process(tmp_path))["stats"]["compiled"] == 0
 
 
-def test_cache_false_writes_nothing(tmp_path, monkeypatch):  # noqa: ANN001
+def test_cache_false_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("JITGRAPH_CACHE_DIR", str(tmp_path / "off"))
     compiled = cpu_compile(graphs.w1(16), cache=False)
     xs = [np.full(16, 0.5, np.float32)] * 3

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers_cpu import check_against_eager, cpu_compile
+
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir import GraphBuilder, TensorType
 from jitgraph.ir.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
@@ -56,7 +56,7 @@ DTYPES = ["float32", "float64", "int32", "uint8", "bool"]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("ops", "arity"), [(UNARY, 1), (BINARY, 2)], ids=["unary", "binary"])
-def test_ops_against_numpy(dtype, ops, arity):  # noqa: ANN001
+def test_ops_against_numpy(dtype, ops, arity):
     graph = table_graph(dtype, ops, arity)
     if dtype == "bool" and arity == 2:
         graph = table_graph(dtype, [o for o in ops if o not in ("floor_divide", "remainder", "fmod")], 2)
@@ -67,7 +67,7 @@ def test_ops_against_numpy(dtype, ops, arity):  # noqa: ANN001
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8"])
-def test_power_and_clip_and_where(dtype):  # noqa: ANN001
+def test_power_and_clip_and_where(dtype):
     b = GraphBuilder()
     t = TensorType((32,), np.dtype(dtype))
     x, y, c = b.input(t, "x"), b.input(t, "y"), b.input(TensorType((32,), np.dtype(bool)), "c")

@@ -7,10 +7,10 @@ as from the original.
 
 from __future__ import annotations
 
+import graphs
 import numpy as np
 import pytest
 
-import graphs
 from jitgraph.backends import eager
 from jitgraph.ir import GraphBuilder, TensorType, verify
 from jitgraph.passes.fuse import FUSIBLE_ELEMENTWISE, fuse_graph, group_info, unfused_reasons
@@ -178,7 +178,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("make", "golden"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_plan_golden(make, golden):  # noqa: ANN001
+def test_plan_golden(make, golden):
     graph = make()
     fused = fuse_graph(graph)
     verify(fused)
@@ -186,7 +186,7 @@ def test_plan_golden(make, golden):  # noqa: ANN001
 
 
 @pytest.mark.parametrize("make", [c[0] for c in CASES], ids=[c[0].__name__ for c in CASES])
-def test_fused_graph_runs_eagerly_like_the_original(make):  # noqa: ANN001
+def test_fused_graph_runs_eagerly_like_the_original(make):
     graph = make()
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(i.type.shape).astype(i.type.dtype) for i in graph.inputs]

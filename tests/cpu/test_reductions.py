@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers_cpu import check_against_eager, cpu_compile
+
 from jitgraph.ir import GraphBuilder, TensorType
 from jitgraph.passes.fuse import fuse_graph
 
@@ -35,7 +35,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("shape", "dtype", "axes", "keepdims"), CASES)
-def test_reductions_against_numpy(shape, dtype, axes, keepdims):  # noqa: ANN001
+def test_reductions_against_numpy(shape, dtype, axes, keepdims):
     graph = reductions_graph(shape, dtype, axes, keepdims)
     assert sum(n.op == "fused" for n in fuse_graph(graph).nodes) == 1
     rng = np.random.default_rng(3)

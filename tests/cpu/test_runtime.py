@@ -3,10 +3,10 @@ zero-size and 0-d values work, strided and Fortran-ordered inputs run without co
 
 from __future__ import annotations
 
-import numpy as np
-
 import graphs
+import numpy as np
 from helpers_cpu import check_against_eager, cpu_compile
+
 from jitgraph.ir import GraphBuilder, TensorType
 
 
@@ -30,7 +30,7 @@ def test_inplace_into_strided_caller_views():
     rng = np.random.default_rng(1)
     base = rng.random((4, 64))
 
-    def args():  # noqa: ANN202
+    def args():
         b = base.copy()
         return [b[0, ::2], b[1, ::2], b[2, 1::2], b[3, ::2]]
 
@@ -128,3 +128,28 @@ def test_driver_and_kernel_sources_are_readable_and_in_linecache():
     fn = next(iter(kernel.launches.values())).kernel.py_func
     lines = linecache.getlines(fn.__code__.co_filename)
     assert any("def fused_max_subtract_exp_sum_0" in line for line in lines)
+
+
+def test_memory_plan_chain_of_ten_intermediates():
+    """Ten unfusible ops in a chain: each buffer dies after its reader, so the call peaks near two buffers."""
+    import tracemalloc
+
+    from jitgraph.passes.plan_memory import memory_plan
+
+    n = 1 << 18
+    b = GraphBuilder()
+    x = b.input(TensorType((n,), np.dtype("f8")), "x")
+    v = x
+    for _ in range(10):
+        v = b.op("cbrt", v)  # no kernel emitter: each is its own NumPy call and buffer
+    graph = b.build([b.op("sum", v, axis=(0,), keepdims=False)])
+    compiled = cpu_compile(graph)
+    plan = memory_plan(compiled.graph)
+    assert plan.peak_before == 10 * n * 8 and plan.peak_after == 2 * n * 8
+    xs = np.full(n, 2.0)
+    compiled([xs])
+    tracemalloc.start()
+    compiled([xs])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 3 * n * 8

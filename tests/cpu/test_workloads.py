@@ -17,7 +17,7 @@ import pytest
 import jitgraph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks import workloads as W  # noqa: E402
+from benchmarks import workloads as W
 
 SCALE = 2e-3
 
@@ -38,12 +38,12 @@ LAYOUTS = {"contiguous": lambda x: x.copy(), "transposed": transposed, "sliced":
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("name", list(W.WORKLOADS))
-def test_workload_float32(name, layout):  # noqa: ANN001
+def test_workload_float32(name, layout):
     run_workload(name, "float32", layout)
 
 
 @pytest.mark.parametrize("name", list(W.WORKLOADS))
-def test_workload_float64(name):  # noqa: ANN001
+def test_workload_float64(name):
     run_workload(name, "float64", "contiguous")
 
 

@@ -120,3 +120,10 @@ def test_callable_object_can_be_compiled():
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(f(x), model(x))
     assert len(f.graphs()) == 1
+
+
+def test_break_messages_show_the_source_line():
+    result = jitgraph.explain(branchy, backend="eager")(np.ones(3))
+    assert "if y.sum() > 1:" in str(result)
+    with pytest.raises(GraphBreakError, match=r"if y\.sum\(\) > 1:"):
+        jitgraph.compile(branchy, backend="eager", fullgraph=True)(np.ones(3))

@@ -7,8 +7,10 @@ comprehensions and constant loops. Every one must trace into one graph (all cons
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +23,7 @@ import jitgraph
 from tests.tracer.helpers import assert_same
 
 _DIR = Path(tempfile.mkdtemp(prefix="jitgraph_random_"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 _counter = itertools.count()
 
 UNARY = ["np.tanh({})", "np.abs({})", "np.sqrt(np.abs({}) + 1.0)", "-({})", "np.maximum({}, 0)", "({}) * 0.5",

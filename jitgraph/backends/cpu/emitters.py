@@ -111,7 +111,8 @@ def _infix(args: Sequence[str], ctx: EmitContext) -> str:
 @_define("logical_and", "logical_or", "logical_xor")
 def _logical(args: Sequence[str], ctx: EmitContext) -> str:
     a, b = (cast(x, np.dtype(bool), d) for x, d in zip(args, ctx.in_dtypes))
-    return f"({a} {dict(logical_and='&', logical_or='|', logical_xor='^')[ctx.node.op]} {b})"
+    op = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}[ctx.node.op]
+    return f"({a} {op} {b})"
 
 
 @_define("logical_not")

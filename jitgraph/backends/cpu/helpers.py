@@ -6,6 +6,7 @@ nothing after inlining: integer floor division and remainder (floor semantics, 0
 ``fmax``/``fmin``, ``sign``, ``logaddexp`` and integer ``power``. Generated modules ``import *`` from here.
 """
 
+# ruff: noqa: PLR0124  (x != x is the NaN test that compiles to one vector compare)
 from __future__ import annotations
 
 import math
@@ -13,15 +14,28 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["jg_floordiv_int", "jg_mod_int", "jg_fmod_int", "jg_floordiv_float", "jg_mod_float", "jg_maximum",
-           "jg_minimum", "jg_fmax", "jg_fmin", "jg_sign", "jg_logaddexp", "jg_power_int", "jg_max_acc",
-           "jg_min_acc"]
+__all__ = [
+    "jg_floordiv_float",
+    "jg_floordiv_int",
+    "jg_fmax",
+    "jg_fmin",
+    "jg_fmod_int",
+    "jg_logaddexp",
+    "jg_max_acc",
+    "jg_maximum",
+    "jg_min_acc",
+    "jg_minimum",
+    "jg_mod_float",
+    "jg_mod_int",
+    "jg_power_int",
+    "jg_sign",
+]
 
 _inline = njit(inline="always", error_model="numpy", cache=False)
 
 
 @_inline
-def jg_floordiv_int(a, b):  # noqa: ANN001, ANN201
+def jg_floordiv_int(a, b):
     if b == 0:
         return a - a
     if b == -1:
@@ -30,14 +44,14 @@ def jg_floordiv_int(a, b):  # noqa: ANN001, ANN201
 
 
 @_inline
-def jg_mod_int(a, b):  # noqa: ANN001, ANN201
+def jg_mod_int(a, b):
     if b == 0 or b == -1:
         return a - a
     return a % b
 
 
 @_inline
-def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
+def jg_fmod_int(a, b):
     if b == 0 or b == -1:
         return a - a
     r = a % b
@@ -47,14 +61,13 @@ def jg_fmod_int(a, b):  # noqa: ANN001, ANN201
 
 
 @_inline
-def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
+def jg_floordiv_float(a, b):
     if b == 0:
         return a / b
     mod = np.fmod(a, b)
     div = (a - mod) / b
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            div -= 1.0
+    if mod != 0 and (b < 0) != (mod < 0):
+        div -= 1.0
     if div != 0:
         floordiv = np.floor(div)
         if div - floordiv > 0.5:
@@ -65,51 +78,50 @@ def jg_floordiv_float(a, b):  # noqa: ANN001, ANN201
 
 
 @_inline
-def jg_mod_float(a, b):  # noqa: ANN001, ANN201
+def jg_mod_float(a, b):
     if b == 0:
         return np.fmod(a, b)
     mod = np.fmod(a, b)
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod += b
-    else:
-        mod = math.copysign(0.0, b)
+    if mod == 0:
+        return math.copysign(0.0, b)
+    if (b < 0) != (mod < 0):
+        mod += b
     return mod
 
 
 @_inline
-def jg_maximum(a, b):  # noqa: ANN001, ANN201
+def jg_maximum(a, b):
     return a if (a >= b or a != a) else b
 
 
 @_inline
-def jg_minimum(a, b):  # noqa: ANN001, ANN201
+def jg_minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
 @_inline
-def jg_fmax(a, b):  # noqa: ANN001, ANN201
+def jg_fmax(a, b):
     return a if (a >= b or b != b) else b
 
 
 @_inline
-def jg_fmin(a, b):  # noqa: ANN001, ANN201
+def jg_fmin(a, b):
     return a if (a <= b or b != b) else b
 
 
 @_inline
-def jg_max_acc(acc, v):  # noqa: ANN001, ANN201
+def jg_max_acc(acc, v):
     """Running max that sticks at the first NaN, as np.max does."""
     return v if (v > acc or v != v) else acc
 
 
 @_inline
-def jg_min_acc(acc, v):  # noqa: ANN001, ANN201
+def jg_min_acc(acc, v):
     return v if (v < acc or v != v) else acc
 
 
 @_inline
-def jg_sign(a):  # noqa: ANN001, ANN201
+def jg_sign(a):
     if a > 0:
         return 1
     if a < 0:
@@ -120,7 +132,7 @@ def jg_sign(a):  # noqa: ANN001, ANN201
 
 
 @_inline
-def jg_logaddexp(x, y):  # noqa: ANN001, ANN201
+def jg_logaddexp(x, y):
     if x == y:
         return x + math.log(2.0)
     d = x - y
@@ -132,7 +144,7 @@ def jg_logaddexp(x, y):  # noqa: ANN001, ANN201
 
 
 @_inline
-def jg_power_int(a, b):  # noqa: ANN001, ANN201
+def jg_power_int(a, b):
     if b < 0:
         raise ValueError("Integers to negative integer powers are not allowed.")
     result = a - a + 1

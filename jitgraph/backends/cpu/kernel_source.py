@@ -397,4 +397,4 @@ def kernel_source(spec: KernelSpec, cache: bool) -> str:
     return "\n".join(header + ["", ""] + body).rstrip() + "\n"
 
 
-__all__ = ["ArrayArg", "KernelSpec", "kernel_source", "format_value"]
+__all__ = ["ArrayArg", "KernelSpec", "format_value", "kernel_source"]

@@ -102,6 +102,25 @@ class CpuCompiled:
         self._array_args = [k for k, n in enumerate(graph.inputs) if isinstance(n.type, TensorType) and
                             not n.type.weak and n.type.shape != ()]
 
+    def explain(self) -> str:
+        """Kernels with their cut reasons, nodes left to NumPy and why, in-place writes, memory plan."""
+        names = node_names(self.graph)
+        lines = []
+        for node, kernel in self.kernels.items():
+            info = kernel.info
+            ops = [n.op for n in info.amap]
+            variants = sorted({launch.kernel.py_func.__name__ for launch in kernel.launches.values()})
+            lines.append(f"{names[node]} kernel {kernel.name} ({node.attrs['kind']}, {len(ops)} ops, domain "
+                         f"{list(info.domain)}, reduces {info.raxes or '-'}; ran: {', '.join(variants) or '-'})")
+            lines += [f"    not fused with {cut}" for cut in node.attrs.get("cuts", ())]
+            for k, j in sorted(self.inplace.get(node, {}).items()):
+                lines.append(f"    output {k} written in place into {names[node.inputs[j]]}")
+        for node, why in self.numpy_nodes.items():
+            if node.op not in ("tuple_get",):
+                lines.append(f"{names[node]} {node.op} via NumPy: {why}")
+        lines.append(self.memory.format())
+        return "\n".join(lines)
+
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         if self.inplace and self._overlapping(args):
             return self._safe(list(args))
@@ -161,7 +180,7 @@ class CpuCompiled:
         source = "\n".join(lines) + "\n"
         filename = f"<jitgraph driver #{next(_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), ns)
+        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return source, ns
 
 
