@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _harness import assert_same, first_call_time, median_time, parse_args, print_table
+from _harness import FirstCall, agreed, assert_same, median_time, parse_args, print_table
 
 import jitgraph
 
@@ -67,18 +67,25 @@ def train(step, params, x, y, epochs: int, batch: int, lr: float) -> list[float]
     return losses
 
 
+def example_train_step() -> tuple:
+    """Arguments for ``python -m jitgraph explain examples/mlp_training.py:train_step``."""
+    x, y = make_dataset(64, 32, 10)
+    return init_params(32, 64, 10), x, y, 0.1
+
+
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     n, dim, hidden, classes, batch, epochs = (512, 32, 64, 10, 64, 3) if args.small else (16384, 784, 512, 10, 256, 5)
     x, y = make_dataset(n, dim, classes)
     compiled_step = jitgraph.compile(train_step, backend=args.backend)
+    first = FirstCall(compiled_step)
 
     eager_params, compiled_params = init_params(dim, hidden, classes), init_params(dim, hidden, classes)
     start = time.perf_counter()
     eager_losses = train(train_step, eager_params, x, y, epochs, batch, 0.1)
     eager_total = time.perf_counter() - start
     start = time.perf_counter()
-    compiled_losses = train(compiled_step, compiled_params, x, y, epochs, batch, 0.1)
+    compiled_losses = train(first, compiled_params, x, y, epochs, batch, 0.1)
     compiled_total = time.perf_counter() - start
 
     print("epoch  eager loss   compiled loss")
@@ -86,18 +93,15 @@ def main() -> None:
         print(f"{epoch:5d}  {e:10.6f}   {c:10.6f}")
     np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-3)
     assert_same(eager_params, compiled_params, rtol=1e-3, atol=1e-4, what="params after training")
+    agreed(f"loss per epoch and parameters after {epochs} epochs")
     print(f"whole training: eager {eager_total:.2f} s, compiled {compiled_total:.2f} s (compile included)")
 
-    # Per-step timings on fresh copies (a new function object, so the compile time is measured here).
     xb, yb = x[:batch], y[:batch]
-    fresh = jitgraph.compile(train_step, backend=args.backend)
     pe, pc = init_params(dim, hidden, classes), init_params(dim, hidden, classes)
-    compile_s = first_call_time(lambda: fresh(pc, xb, yb, 0.0))
     rows = [{"name": f"MLP step {dim}->{hidden}->{classes}, batch {batch}",
              "eager": median_time(lambda: train_step(pe, xb, yb, 0.0)),
-             "compiled": median_time(lambda: fresh(pc, xb, yb, 0.0)), "compile": compile_s}]
-    print_table("mlp_training", rows)
-    print(jitgraph.explain(train_step)(init_params(dim, hidden, classes), xb, yb, 0.1).summary())
+             "compiled": median_time(lambda: compiled_step(pc, xb, yb, 0.0)), "compile": first.seconds}]
+    print_table("mlp_training", rows, compiled_step, first)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from _harness import assert_same, first_call_time, median_time, parse_args, print_table
+from _harness import FirstCall, agreed, assert_same, median_time, parse_args, print_table
 
 import jitgraph
 
@@ -49,19 +49,27 @@ def init(t: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:
             "w1": w(d, 4 * d), "b1": np.zeros(4 * d, np.float32), "w2": w(4 * d, d), "mask": mask}
 
 
+def example_block() -> tuple:
+    """Arguments for ``python -m jitgraph explain examples/transformer_block.py:block``."""
+    x = np.random.default_rng(1).normal(size=(8, 16)).astype(np.float32)
+    return x, init(8, 16), 2
+
+
 def main() -> None:
     args = parse_args(__doc__)
     t, d, heads = (16, 32, 4) if args.small else (512, 512, 8)
     p = init(t, d)
     x = np.random.default_rng(1).normal(size=(t, d)).astype(np.float32)
     compiled = jitgraph.compile(block, backend=args.backend)
-    assert_same(block(x, p, heads), compiled(x, p, heads), rtol=1e-3, atol=1e-4, what="block output")
-    print("transformer block output agrees with eager NumPy")
-    fresh = jitgraph.compile(block, backend=args.backend)
-    compile_s = first_call_time(lambda: fresh(x, p, heads))
+    first = FirstCall(compiled)
+    assert_same(block(x, p, heads), first(x, p, heads), rtol=1e-3, atol=1e-4, what="block output")
+    x2 = np.random.default_rng(2).normal(size=(t, d)).astype(np.float32)
+    assert_same(block(x2, p, heads), compiled(x2, p, heads), rtol=1e-3, atol=1e-4, what="block output, new input")
+    agreed("block output for two inputs")
     print_table("transformer_block", [{"name": f"block T={t} D={d} H={heads}",
                                        "eager": median_time(lambda: block(x, p, heads)),
-                                       "compiled": median_time(lambda: fresh(x, p, heads)), "compile": compile_s}])
+                                       "compiled": median_time(lambda: compiled(x, p, heads)),
+                                       "compile": first.seconds}], compiled, first)
 
 
 if __name__ == "__main__":

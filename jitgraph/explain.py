@@ -30,6 +30,11 @@ class ExplainResult:
     pass_reports: list[Any] = field(default_factory=list)
     compiled_graphs: list[Any] = field(default_factory=list)
     output: Any = None
+    # For the rich/HTML views (jitgraph/inspect): the user's function, the compiled wrapper (all cache entries),
+    # and the recompile reasons with call sites.
+    function: Any = None
+    compiled_function: Any = None
+    recompile_reasons: list[str] = field(default_factory=list)
 
     @property
     def graph_break_count(self) -> int:
@@ -60,6 +65,9 @@ class ExplainResult:
                 lines.append(f"  {i + 1}. {b}")
                 if b.source_line:
                     lines.append(f"       {b.source_line}")
+        if self.recompile_reasons:
+            lines.append("Recompile reasons:")
+            lines.extend(f"  {i + 1}. {r}" for i, r in enumerate(self.recompile_reasons))
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.extend("  " + line for line in str(g).splitlines())
@@ -69,6 +77,29 @@ class ExplainResult:
         if self.compile_times:
             lines.append("Compile times: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in self.compile_times.items()))
         return "\n".join(lines)
+
+    # Rich views live in jitgraph.inspect; these hooks make terminals (rich), Jupyter and files use them.
+    def __rich__(self) -> Any:
+        from jitgraph.inspect import render
+
+        return render(self)
+
+    def _repr_html_(self) -> str:
+        from jitgraph.inspect import to_html
+
+        return to_html(self, inline=True)
+
+    def show(self) -> None:
+        """Print the rich view (source with breaks marked, graph tables, guards, fusion, kernels, timings)."""
+        from jitgraph.inspect import show
+
+        show(self)
+
+    def save_html(self, path: Any) -> None:
+        """Write the rich view to ``path`` as a standalone HTML file."""
+        from jitgraph.inspect import save_html
+
+        save_html(self, path)
 
 
 def explain(fn: Callable[..., Any], **compile_options: Any) -> Callable[..., ExplainResult]:
@@ -88,6 +119,7 @@ def explain(fn: Callable[..., Any], **compile_options: Any) -> Callable[..., Exp
             graph_count=len(traced), graphs=traced, break_reasons=compiled.break_reasons(),
             guards=entry.guard_texts, compile_times=times, optimized_graphs=compiled.graphs(),
             pass_reports=[e.pass_report for e in compiled.entries if e.pass_report is not None],
-            compiled_graphs=[e.compiled for e in compiled.entries if e.compiled is not None], output=output)
+            compiled_graphs=[e.compiled for e in compiled.entries if e.compiled is not None], output=output,
+            function=target, compiled_function=compiled, recompile_reasons=compiled.recompile_reasons())
 
     return run

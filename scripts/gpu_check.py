@@ -2,6 +2,7 @@
 
     python scripts/gpu_check.py                       # on a GPU machine: full sizes, well under 5 minutes
     NUMBA_ENABLE_CUDASIM=1 python scripts/gpu_check.py --sim   # tiny sizes in Numba's simulator (no GPU)
+    python scripts/gpu_check.py --ptx                 # no GPU: compile the device code path to PTX (needs NVVM)
 
 Part 1 runs one graph per kernel family (``jitgraph.backends.cuda.selfcheck``) with device-resident arguments and
 prints agreement with the eager interpreter. Part 2 runs the workloads of ``benchmarks/workloads.py`` (W1..W6) at
@@ -201,12 +202,75 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
               f"= {gbps:.0f} GB/s, {frac}")
 
 
+def ptx_check(cc: tuple[int, int]) -> bool:
+    """Without a GPU: generate every kernel family as a real device would (warp shuffles, 256-thread blocks) and
+    compile each kernel to PTX for ``cc`` with NVVM, which type-checks the device code path the simulator skips.
+
+    Needs libNVVM (``pip install nvidia-cuda-nvcc nvidia-cuda-nvrtc``) but no driver: kernels are not launched,
+    arrays stay on the host, and Numba is told the device's compute capability instead of asking a driver.
+    """
+    import contextlib
+    import types
+
+    import numba
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    from jitgraph.backends.cuda import compiler, device_fns, plan, runtime, selfcheck
+    from jitgraph.backends.cuda.backend import compile_graph
+    from jitgraph.passes.fuse import fuse_graph
+
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)  # device functions
+    runtime.device_info = lambda: runtime.DeviceInfo(f"PTX only, sm_{cc[0]}{cc[1]}", 132, 1024, 32, False, None)
+    runtime.require_cuda = lambda: None
+    runtime.timed = lambda name: contextlib.nullcontext()
+    runtime.empty = lambda shape, dtype: np.empty(shape, dtype)
+    runtime.to_device = np.ascontiguousarray
+    runtime.to_host = lambda value: value
+    runtime.is_device_array = lambda value: isinstance(value, np.ndarray)
+    runtime.as_numba_device = lambda value: value
+    compiled: list[str] = []
+
+    class PtxKernel:
+        def __init__(self, name: str, fn: Any) -> None:
+            self.name, self.fn = name, fn
+
+        def __getitem__(self, config: Any) -> Callable[..., None]:
+            def launch(*args: Any) -> None:
+                sig = tuple(numba.int64 if isinstance(a, int) else numba.typeof(a) for a in args)
+                cuda.compile_ptx(self.fn, sig, cc=cc)
+                compiled.append(self.name)
+
+            return launch
+
+    def from_source(name: str, source: str) -> PtxKernel:
+        namespace = device_fns.namespace()
+        exec(compile(source, f"<jitgraph-cuda {name}>", "exec"), namespace)  # noqa: S102 - our generated source
+        return PtxKernel(name, namespace[name])
+
+    compiler.kernel_from_source = from_source
+    plan.compiler.kernel_from_source = from_source
+    ok = True
+    for check in selfcheck.checks(0.01):
+        try:
+            compile_graph(fuse_graph(check.graph), {})([a.copy() for a in check.args])
+            print(f"  ok   {check.name:<26} PTX for sm_{cc[0]}{cc[1]}")
+        except Exception as exc:  # noqa: BLE001 - report every family
+            ok = False
+            print(f"  FAIL {check.name:<26} {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    print(f"{len(compiled)} kernels compiled to PTX")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sim", action="store_true", help="tiny sizes under Numba's CUDA simulator")
     parser.add_argument("--peak-gbps", type=float, default=None, help="theoretical DRAM bandwidth of the GPU")
     parser.add_argument("--skip-workloads", action="store_true", help="only the kernel-family checks")
+    parser.add_argument("--ptx", action="store_true", help="no GPU: compile every family to PTX (needs NVVM)")
     args = parser.parse_args()
+    if args.ptx:
+        return 0 if ptx_check((9, 0)) else 1
     if args.sim and "numba.cuda" not in sys.modules:
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     from jitgraph.backends.cuda import runtime

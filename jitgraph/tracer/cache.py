@@ -13,6 +13,7 @@ import importlib
 import linecache
 import logging
 import os
+import sys
 import time
 import types
 from dataclasses import dataclass, field
@@ -121,6 +122,7 @@ class CompiledFunction:
         self.entries: list[Entry] = []
         self._info = CacheInfo()
         self._reasons: list[str] = []
+        self._sites: list[str] = []  # the user's call site of each recompile (``train.py:14``)
         self._failing: collections.Counter[str] = collections.Counter()
         self._disabled = False
 
@@ -177,11 +179,15 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             self._info.recompiles += 1
             self._reasons.append(reason)
-            log_recompiles.info("jitgraph: recompiling %s: %s", self.name, reason)
+            self._sites.append(call_site())
+            log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
+                                len(self.entries) + 1, reason, self._sites[-1])
         from jitgraph.progress import compiling
 
         with compiling(self.name):
             entry = self._compile(args, kwargs, key, leaves, facts)
+        log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
+                         entry.mode, "\n  ".join(entry.guard_texts))
         self._table.setdefault(key, []).append(entry)
         self.entries.append(entry)
         self._info.entries = len(self.entries)
@@ -253,8 +259,6 @@ class CompiledFunction:
             return entry
         entry.traced_graph = result.graph
         self._lower(entry, result)
-        log_guards.debug("jitgraph: guards of %s entry %d:\n  %s", self.name, len(self.entries),
-                         "\n  ".join(entry.guard_texts))
         log_perf.debug("jitgraph: compiled %s in %s", self.name,
                        ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in entry.times.items()))
         return entry
@@ -302,7 +306,10 @@ class CompiledFunction:
         self._info.entries = len(self.entries)
         return CacheInfo(**vars(self._info))
 
-    def recompile_reasons(self) -> list[str]:
+    def recompile_reasons(self, with_site: bool = False) -> list[str]:
+        """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""
+        if with_site:
+            return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
         return list(self._reasons)
 
     def break_reasons(self) -> list[BreakReason]:
@@ -316,8 +323,26 @@ class CompiledFunction:
         self.entries.clear()
         self._info = CacheInfo()
         self._reasons.clear()
+        self._sites.clear()
         self._failing.clear()
         self._disabled = False
+
+
+def call_site() -> str:
+    """``file:line`` of the innermost frame outside jitgraph: where the user called the compiled function."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    filename = frame.f_code.co_filename
+    try:
+        rel = os.path.relpath(filename)
+        filename = rel if not rel.startswith("..") else filename
+    except ValueError:  # another drive on Windows
+        pass
+    return f"{filename}:{frame.f_lineno}"
 
 
 def resolve_backend(name: str | None) -> str:

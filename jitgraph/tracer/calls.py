@@ -66,6 +66,9 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         if module.split(".")[0] == "numpy":
             tx.graph_break(f"np.{fn.__name__} has no entry in the tracer's NumPy table")
         return inline(tx, fn, args, kwargs)
+    if isinstance(getattr(fn, "__self__", None), np.random.RandomState | np.random.Generator):
+        tx.graph_break(f"random numbers ({fn.__name__}) advance the generator's state, a side effect; draw them "
+                       "outside and pass them in")
     if isinstance(fn, types.MethodType):
         return call(tx, fn.__func__, [fn.__self__] + args, kwargs)
     if type(fn) is functools.partial:
@@ -83,8 +86,6 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
     if isinstance(dunder, types.FunctionType):
         return call(tx, dunder, [fn] + args, kwargs)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-    if fn is print:
-        tx.graph_break("print() is a side effect")
     tx.graph_break(f"call to {name}, which the tracer does not know (a C function or unsupported callable)")
 
 

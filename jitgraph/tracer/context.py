@@ -223,6 +223,8 @@ class TraceContext:
             return self._mark_external(value, result, source)
         if isinstance(value, np.ndarray):
             self.graph_break(f"array subclass {t.__name__} as an argument")
+        if t in _SPECIALISED:
+            return value  # part of the dispatch key, by value
         self.external[id(value)] = (value, source)
         self._keep.append(value)
         return value
@@ -258,9 +260,11 @@ class TraceContext:
             g.array(source, value)
             g.extra_input(source)
             return self.new_input(value, source.name)
-        if t in (int, float, bool, str, bytes, complex, type(None)) or isinstance(value, np.generic | np.dtype):
+        if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
             g.equal(source, value)
             return value
+        if isinstance(value, np.ndarray):
+            self.graph_break(f"{source.name} is an ndarray subclass ({t.__name__}), which is not traced")
         if t is tuple or t is list or t is dict:
             g.structure(source, value)
             if t is dict:
@@ -279,6 +283,17 @@ class TraceContext:
         self._keep.append(value)
         return value
 
+    def attribute_unchanged(self, obj: Any, name: str, value: Any) -> bool:
+        """Does ``obj.name = value`` store back exactly what the trace read from ``obj.name``?"""
+        source = self.source_of(obj)
+        if source is None:
+            return False
+        return self.stored_back(source.attr(name).code, value)
+
+    def stored_back(self, code: str, value: Any) -> bool:
+        """Is ``value`` exactly what the trace read from the outside location ``code``?"""
+        return code in self._by_source and self._by_source[code] is value
+
     def source_of(self, value: Any) -> Source | None:
         entry = self.external.get(id(value))
         return entry[1] if entry is not None and entry[0] is value else None
@@ -288,6 +303,9 @@ class TraceContext:
         self._keep.append(value)
         code = self.guards.const(value)
         return Source(code, getattr(value, "__qualname__", type(value).__name__))
+
+
+_SPECIALISED = (int, bool, str, bytes, complex, type(None))
 
 
 def _flat(value: Any) -> list[Any]:

@@ -22,6 +22,8 @@ _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleTy
 
 
 def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
+    """Append ``value``'s key parts and leaves. Arrays inside containers take an inlined fast path: a training
+    step's arguments are mostly dicts and lists of arrays."""
     t = type(value)
     if t is _ndarray:
         parts.append((value.shape, value.dtype, value.strides))
@@ -29,16 +31,14 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
     elif t is float:
         parts.append(float)
         leaves.append(value)
-    elif t is int or t is bool or t is str or value is None:
+    elif t is int or t is bool or t is str or value is None or t is complex or t is bytes:
         parts.append((t, value))
-    elif t is tuple or t is list:
-        parts.append((t, len(value)))
-        for v in value:
-            flatten(v, parts, leaves)
     elif t is dict:
         parts.append((dict, tuple(value)))
-        for v in value.values():
-            flatten(v, parts, leaves)
+        _flatten_items(value.values(), parts, leaves)
+    elif t is tuple or t is list:
+        parts.append((t, len(value)))
+        _flatten_items(value, parts, leaves)
     elif isinstance(value, _generic):
         parts.append(t)
         leaves.append(value)
@@ -48,35 +48,42 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
         parts.append(t)
 
 
-def make_key(args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> tuple:
-    """The key of a call; fills ``leaves``. Top-level arrays, the common case, skip the recursive walk."""
-    parts: list[Any] = []
-    append = parts.append
-    for a in args:
-        if type(a) is _ndarray:
-            append((a.shape, a.dtype, a.strides))
-            leaves.append(a)
+def _flatten_items(items: Any, parts: list[Any], leaves: list[Any]) -> None:
+    append, leaf = parts.append, leaves.append
+    for v in items:
+        if type(v) is _ndarray:
+            append((v.shape, v.dtype, v.strides))
+            leaf(v)
         else:
-            flatten(a, parts, leaves)
-    if kwargs:
-        append(tuple(kwargs))
-        for v in kwargs.values():
             flatten(v, parts, leaves)
+
+
+def make_key(args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> tuple:
+    """The key of a call; fills ``leaves``."""
+    parts: list[Any] = []
+    _flatten_items(args, parts, leaves)
+    if kwargs:
+        parts.append(tuple(kwargs))
+        _flatten_items(kwargs.values(), parts, leaves)
     return tuple(parts)
 
 
 def alias_pattern(leaves: list[Any]) -> tuple | None:
     """None when no two array leaves can share memory (the common case, decided by their owners' ids);
     otherwise the exact pattern: which leaves are the same array and which merely overlap."""
-    roots = set()
-    count = 0
+    seen: set[int] = set()
+    add = seen.add
     for a in leaves:
         if type(a) is _ndarray:
-            count += 1
             base = a.base
-            roots.add(id(a) if base is None else id(base))
-    if len(roots) == count:
-        return None
+            owner = id(a) if base is None else id(base)
+            if owner in seen:
+                return _exact_pattern(leaves)
+            add(owner)
+    return None
+
+
+def _exact_pattern(leaves: list[Any]) -> tuple | None:
     arrays = [(i, a) for i, a in enumerate(leaves) if type(a) is _ndarray]
     pattern = []
     for n, (i, a) in enumerate(arrays):
@@ -104,7 +111,7 @@ def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
         facts[f"{name}.dtype"] = str(value.dtype)
         facts[f"{name}.layout"] = layout_of(value)
         facts[f"{name}.strides"] = value.strides
-    elif t in (int, bool, str) or value is None:
+    elif t in (int, bool, str, complex, bytes) or value is None:
         facts[name] = value
     elif t is tuple or t is list:
         facts[f"len({name})"] = len(value)

@@ -23,6 +23,10 @@ class CallOps:
         self.push(value)
 
     def op_STORE_ATTR(self: Frame, ins: Instr) -> None:
+        obj = self.pop()
+        value = self.pop()
+        if self.tx.attribute_unchanged(obj, ins.argval, value):
+            return  # ``self.W -= g`` stores back the array it updated in place: nothing changes
         self.tx.graph_break(f"assignment to attribute '{ins.argval}' is a side effect")
 
     def op_DELETE_ATTR(self: Frame, ins: Instr) -> None:

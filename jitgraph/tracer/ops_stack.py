@@ -96,6 +96,10 @@ class StackOps:
             self.tx.graph_break(str(err), err)
 
     def op_STORE_GLOBAL(self: Frame, ins: Instr) -> None:
+        value = self.pop()
+        if self.globals_source is not None and self.tx.stored_back(f"{self.globals_source.code}[{ins.argval!r}]",
+                                                                   value):
+            return  # ``global W; W -= g`` stores back the array it updated in place
         self.tx.graph_break(f"assignment to global '{ins.argval}' is a side effect")
 
     # ---- building containers --------------------------------------------------------------------------------

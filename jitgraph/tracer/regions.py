@@ -21,6 +21,7 @@ directly).
 from __future__ import annotations
 
 import itertools
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from jitgraph.tracer.frame import Frame
 
 UNROLL_MAX = 16
+_log = logging.getLogger("jitgraph.regions")
 _epochs = itertools.count(1 << 40)  # fresh buffer versions: invalidates every cached view read on restore
 
 
@@ -103,8 +105,27 @@ def range_call(tx: Any, *args: Any) -> range | SymRange:
     return SymRange(start, stop, step)
 
 
+class _Unroll(Exception):
+    """A short loop whose body does not index arrays with the loop variable: unrolling is better."""
+
+
 def wants_region(value: Any) -> bool:
-    return isinstance(value, SymRange) or (type(value) is range and len(value) > UNROLL_MAX)
+    return isinstance(value, SymRange) or (type(value) is range and len(value) > 1)
+
+
+def _indexes_with(graph_nodes: list[Node], induction: Node) -> bool:
+    """Whether the induction variable reaches an index operand (directly or through scalar arithmetic)."""
+    derived = {induction}
+    for node in graph_nodes:
+        if node.op in ("getitem", "setitem", "scatter_add"):
+            first = 2 if node.op != "getitem" else 1
+            if any(i in derived for i in node.inputs[first:]):
+                return True
+        elif node.regions:
+            return True  # a nested region: keep the outer loop a region too (its body is not unrollable cheaply)
+        elif any(i in derived for i in node.inputs) and node.type.shape == ():  # type: ignore[union-attr]
+            derived.add(node)
+    return False
 
 
 class _State:
@@ -190,7 +211,8 @@ def _kind(value: Any, t: TensorType) -> str:
 
 
 def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers: list[Buffer],
-                types: list[TensorType], kinds: list[str]) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
+                types: list[TensorType], kinds: list[str], counts_up_from_nonneg: bool = False,
+                ) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
     """One pass over the body with ``names``/``buffers`` as carried inputs of ``types``; returns the region
     builder, the induction input, the carried inputs and the final values (TArrays or plain numbers)."""
     tx = frame.tx
@@ -199,6 +221,8 @@ def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers
     root = outer.root if isinstance(outer, _BodyBuilder) else outer
     rb = RegionBuilder(parent)
     induction = rb.fixed_input(INDEX_TYPE, "i")
+    if counts_up_from_nonneg:  # a fact for the symbolic-slice lowering (index >= 0, so no wrap-around)
+        tx.__dict__.setdefault("_nonneg", set()).add(induction)
     carried = [rb.fixed_input(t, name) for t, name in zip(types, names + [f"buf{b.uid}" for b in buffers])]
     tx.builder = _BodyBuilder(rb, root)
     for name, node, kind in zip(names, carried, kinds):
@@ -212,6 +236,15 @@ def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers
     return rb, induction, carried, finals
 
 
+def _counts_up_from_nonneg(tx: Any, rng: range | SymRange) -> bool:
+    start, step = rng.start, rng.step
+    if isinstance(step, TArray) or step <= 0:
+        return False
+    if isinstance(start, TArray):
+        return tx.type_of(start).dtype.kind in "ub" or tx.read(start) in tx.__dict__.get("_nonneg", ())
+    return start >= 0
+
+
 def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
     """FOR_ITER on a :class:`RegionIter`: record the whole loop as one ``loop`` node, then jump past it."""
     tx = frame.tx
@@ -219,7 +252,11 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
     state = _State(frame)
     bounds = [_value_node(tx, v) for v in ((rng.start, rng.stop, rng.step))]
     # Pass 1: discover which locals and storages the body changes.
-    _trace_body(frame, head, exit_pc, [], [], [], [])
+    up = _counts_up_from_nonneg(tx, rng)
+    rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up)
+    if not isinstance(rng, SymRange) and len(rng) <= UNROLL_MAX and not _indexes_with(rb.nodes, induction):
+        state.restore(frame)
+        raise _Unroll
     changed = [n for n, v in frame.locals.items() if n in state.locals and v is not state.locals[n]]
     written = [b for b, node in state.nodes if b.node is not node]
     state.restore(frame)
@@ -231,7 +268,7 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
         inits = [_value_node(tx, v) for v in olds] + [b.node for b in written]
         types = [n.tensor_type for n in inits]
         kinds = [_kind(v, t) for v, t in zip(olds, types)]
-        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds)
+        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up)
         more = [n for n, v in frame.locals.items() if n in state.locals and n not in changed
                 and v is not state.locals[n]]
         more_written = [b for b, node in state.nodes if b not in written and b.node is not node]
@@ -294,9 +331,12 @@ def for_iter(original: Any) -> Any:
         state = _State(frame)
         try:
             trace_loop(frame, ins, top.rng)
-        except GraphBreak:
+        except (GraphBreak, _Unroll) as exc:
             if isinstance(top.rng, SymRange):
                 raise
+            if isinstance(exc, GraphBreak):
+                _log.debug("loop at %s:%s unrolled instead of traced as a region: %s", exc.filename, exc.lineno,
+                           exc.reason)
             state.restore(frame)  # fall back to unrolling, exactly what the tracer did before regions
             frame.stack[-1] = iter(top.rng)
             return original(frame, ins)
@@ -305,17 +345,54 @@ def for_iter(original: Any) -> Any:
     return handler
 
 
-def enable() -> None:
-    """Install the hooks into the tracer's dispatch tables (idempotent)."""
-    from jitgraph.tracer import builtins_table, frame
+def _number_call(fn: type, original: Any) -> Any:
+    """``int(x)``/``float(x)`` of a traced scalar inside a loop region: a symbolic Python number. Outside regions
+    the tracer's own rule stands (it breaks: there the value usually steers Python control flow)."""
 
-    if getattr(frame.HANDLERS["FOR_ITER"], "_regions", False):
-        return
-    get_h, for_h = get_iter(frame.HANDLERS["GET_ITER"]), for_iter(frame.HANDLERS["FOR_ITER"])
-    get_h._regions = for_h._regions = True  # type: ignore[attr-defined]
-    frame.HANDLERS["GET_ITER"], frame.HANDLERS["FOR_ITER"] = get_h, for_h
-    builtins_table.BUILTINS[range] = range_call
+    def lowering(tx: Any, *args: Any, **kwargs: Any) -> Any:
+        if (len(args) == 1 and not kwargs and isinstance(args[0], TArray) and isinstance(tx.builder, _BodyBuilder)
+                and tx.type_of(args[0]).shape == ()):
+            return tx.fresh(tx.op("to_python", tx.read(args[0]), kind=fn.__name__), "py")
+        return original(tx, *args, **kwargs)
+
+    return lowering
+
+
+_ORIGINALS: dict[str, Any] = {}
+
+
+def enable() -> None:
+    """Install the hooks into the tracer's dispatch tables (idempotent; :func:`disable` undoes it)."""
+    from jitgraph.tracer import builtins_table, frame
     from jitgraph.tracer.branches import pop_jump
 
-    frame.HANDLERS["POP_JUMP_IF_FALSE"] = pop_jump(frame.HANDLERS["POP_JUMP_IF_FALSE"], False)
-    frame.HANDLERS["POP_JUMP_IF_TRUE"] = pop_jump(frame.HANDLERS["POP_JUMP_IF_TRUE"], True)
+    if _ORIGINALS:
+        return
+    handlers, table = frame.HANDLERS, builtins_table.BUILTINS
+    for op in ("GET_ITER", "FOR_ITER", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE"):
+        _ORIGINALS[op] = handlers[op]
+    for fn in (range, int, float):
+        _ORIGINALS[fn.__name__] = table[fn]
+    handlers["GET_ITER"] = get_iter(_ORIGINALS["GET_ITER"])
+    handlers["FOR_ITER"] = for_iter(_ORIGINALS["FOR_ITER"])
+    handlers["POP_JUMP_IF_FALSE"] = pop_jump(_ORIGINALS["POP_JUMP_IF_FALSE"], False)
+    handlers["POP_JUMP_IF_TRUE"] = pop_jump(_ORIGINALS["POP_JUMP_IF_TRUE"], True)
+    table[range] = range_call
+    for fn in (int, float):
+        table[fn] = _number_call(fn, _ORIGINALS[fn.__name__])
+    from jitgraph.tracer.symhooks import HOOKS
+
+    for op, hook in HOOKS.items():
+        _ORIGINALS[op] = handlers[op]
+        handlers[op] = hook(_ORIGINALS[op])
+
+
+def disable() -> None:
+    from jitgraph.tracer import builtins_table, frame
+
+    for key, value in _ORIGINALS.items():
+        if key.isupper():
+            frame.HANDLERS[key] = value
+        else:
+            builtins_table.BUILTINS[{"range": range, "int": int, "float": float}[key]] = value
+    _ORIGINALS.clear()

@@ -63,6 +63,7 @@ class Map:
 
     op: str
     args: tuple[Any, ...]
+    strict: bool = False  # np.dot: lengths must be equal, no broadcasting
 
 
 @dataclass(frozen=True)
@@ -138,24 +139,35 @@ def lengths(e: Any) -> list[Node]:
     return []
 
 
-def _agreeing(b: GraphBuilder, e: Any, want: list[Node], what: str) -> list[Node]:
-    """``want`` with a run-time check that every operand of ``e`` has exactly those lengths."""
-    checked = list(want)
+def _agreeing(b: GraphBuilder, e: Any, want: list[Node], broadcast: bool) -> list[Node]:
+    """Run-time predicates that every operand of ``e`` has the lengths ``want`` (or 1, where NumPy broadcasts)."""
+    preds: list[Node] = []
     operands = e.args if isinstance(e, Map) else (e,)
     for a in operands:
         if isinstance(a, Map):
-            checked = _agreeing(b, a, checked, what)
+            preds += _agreeing(b, a, want, broadcast)
             continue
         got = lengths(a)
         if not got:
             continue
-        if len(got) != len(checked):
-            raise NotImplementedError(f"{what}: operands of different rank")
-        for k, (g, w) in enumerate(zip(got, checked)):
+        if len(got) != len(want):
+            raise NotImplementedError("operands of a symbolic-slice expression have different ranks")
+        for g, w in zip(got, want):
             if g is not w:
-                message = f"operands could not be broadcast together ({what})"
-                checked[k] = b.op("check", w, b.op("equal", g, w), message=message)
-    return checked
+                same = b.op("equal", g, w)
+                preds.append(b.op("logical_or", same, b.op("equal", g, b.const(1))) if broadcast else same)
+    return preds
+
+
+def _guarded(b: GraphBuilder, ranges: list[tuple[Node, Node, Node]], preds: list[Node],
+             message: str) -> list[tuple[Node, Node, Node]]:
+    """Thread the checks into the first loop bound, so they run before the loop and stay live."""
+    if not preds or not ranges:
+        return ranges
+    start, stop, length = ranges[0]
+    for pred in preds:
+        stop = b.op("check", stop, pred, message=message)
+    return [(start, stop, length)] + ranges[1:]
 
 
 def _offset(node: Node | int | None) -> tuple[Node | None, int] | None:
@@ -219,38 +231,42 @@ def _element(b: GraphBuilder, e: Any, idx: list[Node], target: SymView | None, c
     operands, k = [], 0
     for entry in e.index:
         if isinstance(entry, Range):
-            operands.append(_shift(b, idx[k], entry.start))
+            operands.append(_shift(b, idx[k], entry.start, entry.length))
             k += 1
         else:
             operands.append(entry)
     return b.op("getitem", source, *operands, spec=tuple(Operand(j) for j in range(len(operands))))
 
 
-def _shift(b: GraphBuilder, position: tuple[Node, Node], start: Node) -> Node:
-    """The element index of a range starting at ``start`` for loop position ``(index, loop start)``: the loop's
-    own induction variable when the starts coincide (proven in bounds), else ``start + (index - loop start)``."""
-    index, loop_start = position
-    if start is loop_start:
+def _shift(b: GraphBuilder, position: tuple[Node, Node, Node], start: Node, length: Node) -> Node:
+    """The element index, in a range (``start``, ``length``), for the loop position ``(index, loop start, loop
+    length)``: the induction variable itself when the ranges coincide (proven in bounds by the code generator),
+    else ``start + (index - loop start)``, times 0 when the range has length 1 (NumPy broadcasting)."""
+    index, loop_start, loop_length = position
+    if start is loop_start and length is loop_length:
         return index
-    return b.op("add", start, b.op("subtract", index, loop_start))
+    offset = b.op("subtract", index, loop_start)
+    if length is not loop_length:
+        offset = b.op("multiply", offset, b.op("minimum", b.op("subtract", length, b.const(1)), b.const(1)))
+    return b.op("add", start, offset)
 
 
-def _nest(b: GraphBuilder, ranges: list[tuple[Node, Node]], init: list[Node], body: Any,
-          idx: tuple[tuple[Node, Node], ...] = ()) -> list[Node]:
-    """``for r0 in range(start0, stop0): for r1 ...`` carrying ``init``; ``body(rb, [(r, start)...], *carried)``."""
+def _nest(b: GraphBuilder, ranges: list[tuple[Node, Node, Node]], init: list[Node], body: Any,
+          idx: tuple[tuple[Node, Node, Node], ...] = ()) -> list[Node]:
+    """``for r0 in range(start0, stop0): for r1 ...`` carrying ``init``; ``body(rb, positions, *carried)``."""
     if not ranges:
         return list(body(b, list(idx), *init))
-    start, stop = ranges[0]
+    start, stop, length = ranges[0]
 
     def level(rb: GraphBuilder, k: Node, *carried: Node) -> list[Node]:
-        return _nest(rb, ranges[1:], list(carried), body, idx + ((k, start),))
+        return _nest(rb, ranges[1:], list(carried), body, idx + ((k, start, length),))
 
     return build_loop(b, start, stop, 1, init, level)
 
 
-def _loop_ranges(e: Any) -> list[tuple[Node, Node]]:
+def _loop_ranges(e: Any) -> list[tuple[Node, Node, Node]]:
     if isinstance(e, SymView):
-        return [(r.start, r.stop) for r in e.ranges]
+        return [(r.start, r.stop, r.length) for r in e.ranges]
     if isinstance(e, Outer):
         return _loop_ranges(e.u) + _loop_ranges(e.v)
     if isinstance(e, Map):
@@ -261,7 +277,9 @@ def _loop_ranges(e: Any) -> list[tuple[Node, Node]]:
 
 def reduce_sum(b: GraphBuilder, e: Any, dtype: np.dtype | None = None) -> Node:
     """``np.sum(e)`` (or ``np.dot`` when ``e`` is a product Map) as nested loops with a carried accumulator."""
-    _agreeing(b, e, lengths(e), "sum")
+    strict = isinstance(e, Map) and e.strict
+    ranges = _guarded(b, _loop_ranges(e), _agreeing(b, e, lengths(e), not strict),
+                      "shapes not aligned" if strict else "operands could not be broadcast together")
     acc_type = np.dtype(dtype) if dtype is not None else np.sum(np.zeros(1, element_type(e).dtype)).dtype
     acc0 = b.const(acc_type.type(0))
 
@@ -269,14 +287,14 @@ def reduce_sum(b: GraphBuilder, e: Any, dtype: np.dtype | None = None) -> Node:
         value = rb.op("add", acc, _element(rb, e, idx, None, None))
         return [value if value.tensor_type.dtype == acc_type else rb.op("astype", value, dtype=acc_type)]
 
-    (total,) = _nest(b, _loop_ranges(e), [acc0], body)
+    (total,) = _nest(b, ranges, [acc0], body)
     return total
 
 
 def dot(b: GraphBuilder, u: SymView, v: SymView) -> Node:
     if len(u.ranges) != 1 or len(v.ranges) != 1:
         raise NotImplementedError("np.dot of symbolic slices is supported for 1-D slices")
-    product = Map("multiply", (u, v))
+    product = Map("multiply", (u, v), strict=True)
     dtype = np.result_type(u.base.tensor_type.dtype, v.base.tensor_type.dtype)
     return reduce_sum(b, product, dtype)
 
@@ -285,8 +303,8 @@ def assign(b: GraphBuilder, target: SymView, value: Any, nonneg: frozenset[Node]
     """``target.base[target.index] = value``: the new value of the base array (functional, like setitem).
 
     ``nonneg``: symbols the caller has proven >= 0 (enclosing induction variables), for :func:`disjoint`."""
-    if lengths(value):
-        _agreeing(b, value, [r.length for r in target.ranges], "slice assignment")
+    preds = _agreeing(b, value, [r.length for r in target.ranges], True) if lengths(value) else []
+    ranges = _guarded(b, _loop_ranges(target), preds, "could not broadcast input array into the slice")
     dtype = target.base.tensor_type.dtype
 
     def body(rb: GraphBuilder, idx: list[Node], x: Node) -> list[Node]:
@@ -296,11 +314,11 @@ def assign(b: GraphBuilder, target: SymView, value: Any, nonneg: frozenset[Node]
         operands, k = [], 0
         for entry in target.index:
             if isinstance(entry, Range):
-                operands.append(_shift(rb, idx[k], entry.start))
+                operands.append(_shift(rb, idx[k], entry.start, entry.length))
                 k += 1
             else:
                 operands.append(entry)
         return [rb.op("setitem", x, element, *operands, spec=tuple(Operand(j) for j in range(len(operands))))]
 
-    (new,) = _nest(b, _loop_ranges(target), [target.base], body)
+    (new,) = _nest(b, ranges, [target.base], body)
     return new

@@ -153,3 +153,13 @@ def test_memory_plan_chain_of_ten_intermediates():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 3 * n * 8
+
+
+def test_no_inplace_write_when_the_kernel_reads_a_view_of_the_target():
+    b = GraphBuilder()
+    x = b.input(TensorType((6, 6), np.dtype("f8")), "x")
+    new = b.op("add", x, b.op("transpose", x, axes=(1, 0)))
+    graph = b.build([], [(0, new)])
+    compiled = cpu_compile(graph)
+    assert not compiled.inplace
+    check_against_eager(graph, [np.arange(36.0).reshape(6, 6)])

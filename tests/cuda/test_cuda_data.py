@@ -186,7 +186,7 @@ def test_full_setitem_mutation_is_written_in_place() -> None:
 
 def test_outputs_that_alias_a_mutated_argument_keep_their_old_values() -> None:
     """Returning x (or x.T) and mutating x: the outputs show x before the write, as in eager NumPy."""
-    def fn(b, x, y):  # noqa: ANN001, ANN202
+    def fn(b, x, y):
         return {"outputs": [x, b.op("transpose", x, axes=(1, 0)), b.op("add", x, y)],
                 "mutations": [(0, b.op("multiply", y, b.const(2.0)))]}
 

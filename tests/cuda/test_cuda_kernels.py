@@ -209,7 +209,7 @@ def test_kernels_are_shared_between_compiles() -> None:
 
 
 def test_column_family_with_full_shape_output() -> None:
-    def fn(b, x):  # noqa: ANN001, ANN202
+    def fn(b, x):
         return b.op("divide", x, b.op("sum", b.op("absolute", x), axis=(0,), keepdims=True))
 
     g = build([((30, 3, 17), "float32")], fn)
@@ -225,7 +225,7 @@ def test_two_stage_family_with_several_rows(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(runtime, "device_info", lambda: runtime.DeviceInfo(
         info.name, 8, info.max_threads, info.warp, info.simulated, info.peak_gbps))
 
-    def fn(b, x, w):  # noqa: ANN001, ANN202
+    def fn(b, x, w):
         xc = b.op("subtract", x, b.op("mean", x, axis=(1,), keepdims=True))
         var = b.op("mean", b.op("multiply", xc, xc), axis=(1,), keepdims=True)
         return b.op("multiply", b.op("divide", xc, b.op("sqrt", b.op("add", var, b.const(1e-5)))), w), var

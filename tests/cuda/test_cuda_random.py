@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cuda_util import assert_matches_eager
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuda_util import assert_matches_eager
 from jitgraph.ir import GraphBuilder, TensorType
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -39,7 +39,7 @@ def programs(draw: st.DrawFn) -> tuple:
     return shapes, ops, reduce, dtype
 
 
-def _apply(b: GraphBuilder, op: str, x, y):  # noqa: ANN001, ANN202
+def _apply(b: GraphBuilder, op: str, x, y):
     if op == "log1p_abs":
         return b.op("log1p", b.op("absolute", x))
     if op == "sqrt_abs":

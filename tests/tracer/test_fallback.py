@@ -260,3 +260,9 @@ def test_zero_size_reduction_error_keeps_numpys_type():
 
     with pytest.raises(ValueError, match="zero-size array"):
         jitgraph.compile(f, backend="eager")(np.zeros(0))
+
+
+def test_random_numbers_have_a_clear_reason():
+    compiled = jitgraph.compile(random_numbers, backend="eager")
+    compiled(X)
+    assert "random numbers" in compiled.break_reasons()[0].reason

@@ -208,3 +208,27 @@ def test_aliasing_guard_is_readable():
     compiled(x, x)
     assert "a is b" in compiled.entries[1].guard_texts
     assert compiled.recompile_reasons() == ["aliasing: no two array arguments share memory -> a is b"]
+
+
+def test_complex_and_string_arguments_are_specialised():
+    def f(x, c, mode):
+        return x * c if mode == "mul" else x + c
+
+    compiled = jitgraph.compile(f, backend="eager")
+    x = np.ones(2)
+    for c, mode in [(1j, "mul"), (2j, "mul"), (2j, "add")]:
+        assert_same(compiled(x, c, mode), f(x, c, mode))
+    assert compiled.recompile_reasons() == ["c: 1j -> 2j", "mode: 'mul' -> 'add'"]
+
+
+def test_ndarray_subclass_global_is_not_baked_in():
+    compiled = jitgraph.compile(_uses_matrix, backend="eager")
+    assert_same(compiled(np.ones(2)), _uses_matrix(np.ones(2)))
+    assert "subclass" in compiled.break_reasons()[0].reason
+
+
+_MATRIX = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+
+
+def _uses_matrix(x):
+    return (x * _MATRIX).sum()

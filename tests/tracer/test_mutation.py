@@ -161,3 +161,47 @@ def test_boolean_mask_assignment_is_a_where():
     compiled = run_both(boolean_mask_assignment, M.copy(), np.float64(-1.25))
     ops = [n.op for n in compiled.entries[0].traced_graph.nodes]
     assert ops.count("where") == 3 and "setitem" not in ops
+
+
+class Dense:
+    def __init__(self, n):
+        self.W = np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)
+        self.dW = np.ones((n, 2), np.float32)
+        self.steps = 0
+
+
+def sgd_on_attributes(layer, lr):
+    layer.W -= lr * layer.dW
+    layer.dW *= 0.5
+    return layer.W.sum()
+
+
+def rebinds_attribute(layer):
+    layer.W = layer.W * 2
+
+
+def test_inplace_update_of_object_attributes():
+    compiled = run_both(sgd_on_attributes, Dense(3), 0.1)
+    assert sorted(compiled.entries[0].traced_graph.input_names[i] for i, _ in
+                  compiled.entries[0].traced_graph.mutations) == ["layer.W", "layer.dW"]
+
+
+def test_rebinding_an_attribute_falls_back():
+    run_both(rebinds_attribute, Dense(3), graphs=0)
+
+
+_WEIGHTS = np.ones(4)
+
+
+def _decay_global(rate):
+    global _WEIGHTS
+    _WEIGHTS *= rate
+    return _WEIGHTS.sum()
+
+
+def test_inplace_update_of_a_global_with_global_statement():
+    compiled = jitgraph.compile(_decay_global, backend="eager")
+    compiled(0.5)
+    compiled(0.5)
+    np.testing.assert_array_equal(_WEIGHTS, np.full(4, 0.25))
+    assert len(compiled.graphs()) == 1 and compiled.cache_info().hits == 1

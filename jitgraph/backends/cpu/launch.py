@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,8 @@ TRANSCENDENTAL = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "
                   "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
                   "arctan2", "hypot", "logaddexp", "floor_divide", "remainder", "fmod"}
 _launch_ids = itertools.count()
+_kernel_log = logging.getLogger("jitgraph.kernels")  # JITGRAPH_LOGS=kernels
+_perf_log = logging.getLogger("jitgraph.perf")
 COMPILE_LOG: list[tuple[str, float]] = []  # (kernel name, seconds) of every first call that compiled or loaded
 
 
@@ -86,6 +89,7 @@ class GroupKernel:
         self.prod_output = next((k for k, o in enumerate(self.kernel_outputs) if self.head is not None and o in
                                  self.full and o.type.dtype == self.head.type.dtype), None)
         self.modules: dict[Any, Any] = {}
+        self.times: dict[str, float] = {"codegen": 0.0, "numba": 0.0}  # summed over specialisations
 
     @staticmethod
     def _is_scalar(n: Node) -> bool:
@@ -203,6 +207,7 @@ class GroupKernel:
                           self.math_table, self.head, means,
                           {key: arrays[k].name for key, k in self.use_of.items()})
         source = kernel_source(spec, self.use_cache)
+        _kernel_log.debug("jitgraph: kernel %s (rank %d):\n%s", self.name, rank, source)
         module = kcache.load_module(self.name, source, self.use_cache)
         self.source = source
         return getattr(module, self.name), getattr(module, self.name + "_par")
@@ -215,18 +220,28 @@ class GroupKernel:
         launch = self.launches.get(key)
         if launch is not None:
             return launch.run(operands)
-        launch = self._plan(operands, dict(inplace))
-        self.launches[key] = launch
-        start = time.perf_counter()
-        try:
-            result = launch.run(operands)
-        except Exception:
-            # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
-            if not self.use_cache or not kcache.numba_files(launch.kernel):
-                raise
-            kcache.drop_numba_cache_of(launch.kernel)
-            result = launch.run(operands)
-        COMPILE_LOG.append((self.name, time.perf_counter() - start))
+        from jitgraph.progress import compiling
+
+        planned = time.perf_counter()
+        with compiling(f"kernel {self.name}"):  # a spinner on a terminal when this takes over ~0.5 s
+            launch = self._plan(operands, dict(inplace))
+            self.launches[key] = launch
+            start = time.perf_counter()
+            try:
+                result = launch.run(operands)
+            except Exception:
+                # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
+                if not self.use_cache or not kcache.numba_files(launch.kernel):
+                    raise
+                kcache.drop_numba_cache_of(launch.kernel)
+                result = launch.run(operands)
+        seconds = time.perf_counter() - start
+        COMPILE_LOG.append((self.name, seconds))
+        # For explain's per-phase compile times: kernel source generation vs Numba (compile or disk-cache load).
+        self.times["codegen"] += start - planned
+        self.times["numba"] += seconds
+        _perf_log.debug("jitgraph: kernel %s: codegen %.1f ms, numba %.1f ms (first call with this layout)",
+                        self.name, (start - planned) * 1e3, seconds * 1e3)
         kcache.record_dispatch(launch.kernel)
         return result
 

@@ -69,8 +69,8 @@ def _inplace_plan(graph: Graph) -> dict[Node, dict[int, int]]:
         if target not in fused.inputs:
             continue
         aliases = _aliases(graph, target)
-        if aliases & roots:
-            continue
+        if aliases & roots or any(a is not target and a in fused.inputs for a in aliases):
+            continue  # escapes, or the kernel also reads it through a view (other elements than it writes)
         readers = [n for n in graph.nodes if any(i in aliases for i in n.inputs) and n not in aliases]
         if any(position[r] > position[fused] for r in readers):
             continue
@@ -177,6 +177,9 @@ class CpuCompiled:
             lines.append("    return outs")
         else:
             lines.append(f"    return [{outs}]")
+        if any(n.op not in ("input", "const", "fused", "tuple_get") for n in graph.nodes):
+            # NumPy calls run under the reference interpreter's error state (no floating-point warnings).
+            lines[1:] = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in lines[1:]]
         source = "\n".join(lines) + "\n"
         filename = f"<jitgraph driver #{next(_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -20,9 +20,11 @@ import os
 
 import numba
 
-# Serial work (element x cost units) above which the prange variant pays back its ~80 us launch: measured with
-# `benchmarks/workloads.py --threshold` (one cost unit is about 0.4 ns of serial time here).
-PARALLEL_WORK = 1_200_000
+# Serial work (elements x cost units) above which the prange variant pays back its launch. Measured with a ReLU
+# kernel (3 cost units: load, compare, store) under workqueue: serial 20 us / parallel 94 us at 1e5 elements,
+# 53 / 125 us at 3e5, 5.9 / 4.2 ms at 1e7; the curves cross near 1e6 elements, i.e. 3e6 cost units.
+# `python benchmarks/workloads.py --threshold` repeats the probe.
+PARALLEL_WORK = 3_000_000
 
 
 def configure() -> str:

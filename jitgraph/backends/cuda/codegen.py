@@ -48,7 +48,8 @@ def levels(body: Graph, info: GroupInfo) -> int:
     return max((info.level[r] for r in reductions(body)), default=0)
 
 
-def _outputs(w: Writer, outs: list[Node]) -> list[tuple[str, Node]]:
+def _outputs(outs: list[Node]) -> list[tuple[str, Node]]:
+    """Output parameters are ``o0, o1, ...`` in body-output order."""
     return [(f"o{k}", n) for k, n in enumerate(outs)]
 
 
@@ -68,10 +69,10 @@ def elementwise(name: str, body: Graph, info: GroupInfo, leaves: list[Node], out
     axes = list(range(len(info.domain)))
     w.open(f"for flat_ in range(cuda.grid(1), {w.product(axes)}, cuda.gridsize(1)):")
     w.unravel("flat_", axes)
-    for param, n in _outputs(w, outs):
+    for param, n in _outputs(outs):
         w.store(param, n, n.tensor_type.dtype)
     w.close()
-    params = [p for p, _ in _outputs(w, outs)] + w.leaf_params() + w.size_params()
+    params = [p for p, _ in _outputs(outs)] + w.leaf_params() + w.size_params()
     return KernelSource(name, w.source(name, params), "elementwise", 0)
 
 

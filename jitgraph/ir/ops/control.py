@@ -137,6 +137,26 @@ define(Op("check", OpKind.SPECIAL, _infer_check, _check,
           doc="value, after raising ValueError(message) unless pred: run-time shape checks of symbolic slices"))
 
 
+def _infer_to_python(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]) -> TensorType:
+    (t,) = types
+    if not isinstance(t, TensorType) or t.shape != ():
+        raise type_error("to_python: only a scalar converts to a Python number")
+    kind = attrs["kind"]
+    if kind == "int" and t.dtype.kind in "biu":
+        return TensorType((), np.dtype(np.int64), weak=True)
+    if kind == "float" and t.dtype.kind in "biuf":
+        return TensorType((), np.dtype(np.float64), weak=True)
+    raise type_error(f"to_python: {kind}() of {t.dtype} is not supported in a loop region")
+
+
+def _to_python(x: Any, kind: str) -> Any:
+    return {"int": int, "float": float}[kind](x)
+
+
+define(Op("to_python", OpKind.SPECIAL, _infer_to_python, _to_python,
+          doc="int(x)/float(x) of a scalar inside a region: a Python number (weak); attrs: kind"))
+
+
 # --------------------------------------------------------------------------------------------------- building
 
 

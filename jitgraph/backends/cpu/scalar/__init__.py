@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -116,10 +117,14 @@ class RegionDriver:
         self.const_args = tuple(em.globals.values())
         signature = tuple(numba_type(n.tensor_type) for n in graph.inputs) + tuple(
             numba.typeof(c) for c in self.const_args)
+        logging.getLogger("jitgraph.kernels").debug("jitgraph: loop driver %s:\n%s", self.filename, self.source)
         started = time.perf_counter()
         try:
-            self.dispatcher = numba.njit(**flags)(self.python_function)
-            self.dispatcher.compile(signature)
+            from jitgraph.progress import compiling
+
+            with compiling(f"loop driver {em.function_name}"):  # type: ignore[attr-defined]
+                self.dispatcher = numba.njit(**flags)(self.python_function)
+                self.dispatcher.compile(signature)
         except Exception as exc:  # Numba rejected the source: report which part, run eagerly
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UnsupportedError(f"Numba could not compile the loop driver: {first}",

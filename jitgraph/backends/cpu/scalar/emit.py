@@ -374,6 +374,10 @@ def _check(em: Emitter, node: Node, indent: int) -> None:
         em.upper[node] = em.upper[value]
 
 
+def _to_python(em: Emitter, node: Node, indent: int) -> str:
+    return em.var[node.inputs[0]]  # emit_node wraps scalars in their exact dtype: np.int64 / np.float64
+
+
 def _tuple_get(em: Emitter, node: Node, indent: int) -> None:
     (src,) = node.inputs
     k = node.attrs["index"]
@@ -393,7 +397,7 @@ EMITTERS: dict[str, Handler] = {
     "const": _const, "getitem": _getitem, "setitem": _setitem, "tuple_get": _tuple_get,
     "transpose": _view, "reshape": _view, "broadcast_to": _view,
     "loop": _regions.emit_loop, "while": _regions.emit_while, "cond": _regions.emit_cond,
-    "fused": _regions.emit_fused, "check": _check,
+    "fused": _regions.emit_fused, "check": _check, "to_python": _to_python,
 }
 KIND_EMITTERS: dict[OpKind, Handler] = {
     OpKind.ELEMENTWISE: _elementwise, OpKind.REDUCTION: _reduction, OpKind.LINALG: _linalg,

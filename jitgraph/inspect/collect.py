@@ -1,0 +1,306 @@
+"""What the explain views show, as plain data: rows of graph tables, fusion groups, kernel sources, phase times.
+
+Kept apart from rendering so the same facts feed the rich terminal view, the HTML file and the tests, and so a
+backend that lacks some accessor (the eager backend has no kernels) only leaves a section empty.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.printer import format_value, node_names
+
+PHASES = ("trace", "passes", "codegen", "numba")
+
+
+@dataclass
+class Row:
+    """One line of a graph table."""
+
+    name: str
+    op: str
+    inputs: str
+    type: str
+    group: str
+    source: str
+    depth: int = 0  # 1 for nodes inside a fused group's body
+
+
+@dataclass
+class FusionGroup:
+    name: str
+    kind: str
+    ops: list[str]
+    cuts: list[str]
+    source: str
+
+
+@dataclass
+class KernelSource:
+    title: str
+    source: str
+    note: str = ""
+
+
+@dataclass
+class GraphView:
+    """Everything shown for one cache entry that became a graph."""
+
+    index: int
+    rows: list[Row]
+    groups: list[FusionGroup]
+    numpy_nodes: list[tuple[str, str, str]]  # (name, op, why NumPy runs it)
+    kernels: list[KernelSource]
+    times: dict[str, float] = field(default_factory=dict)
+
+
+def explain_compiled(compiled: Any, output: Any = None) -> Any:
+    """An :class:`~jitgraph.explain.ExplainResult` for a compiled function that has already run, covering all of
+    its cache entries: this is how recompiles show up (``explain(fn)(...)`` itself makes one fresh entry)."""
+    from jitgraph.explain import ExplainResult
+
+    entries = list(compiled.entries)
+    traced = [e.traced_graph for e in entries if e.traced_graph is not None and e.mode == "graph"]
+    times: dict[str, float] = {}
+    for e in entries:
+        for k, v in e.times.items():
+            times[k] = times.get(k, 0.0) + v
+    return ExplainResult(
+        graph_count=len(traced), graphs=traced, break_reasons=compiled.break_reasons(),
+        guards=entries[-1].guard_texts if entries else [], compile_times=times, optimized_graphs=compiled.graphs(),
+        pass_reports=[e.pass_report for e in entries if e.pass_report is not None],
+        compiled_graphs=[e.compiled for e in entries if e.compiled is not None], output=output,
+        function=getattr(compiled, "_fn", None), compiled_function=compiled,
+        recompile_reasons=_recompile_reasons(compiled))
+
+
+def _recompile_reasons(compiled: Any) -> list[str]:
+    try:
+        return list(compiled.recompile_reasons(with_site=True))
+    except TypeError:  # an older CompiledFunction without call sites
+        return list(compiled.recompile_reasons())
+
+
+def short_path(filename: str | None) -> str:
+    if not filename:
+        return ""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return rel if not rel.startswith("..") else os.path.basename(filename)
+
+
+def _loc(node: Node) -> str:
+    loc = node.loc
+    if loc is None or not getattr(loc, "filename", None):
+        return ""
+    return f"{os.path.basename(loc.filename)}:{loc.lineno}"
+
+
+def _attrs(node: Node) -> str:
+    skip = {"name", "cuts", "kind"} if node.op == "fused" else {"value", "index"}
+    parts = [f"{k}={format_value(v)}" for k, v in node.attrs.items() if k not in skip]
+    return ", ".join(parts)
+
+
+def numpy_reasons(graph: Graph) -> dict[Node, str]:
+    """Why each computing node outside every kernel runs through NumPy (empty when fusion is not available)."""
+    try:
+        from jitgraph.passes.fuse import unfused_reasons
+    except ImportError:
+        return {}
+    if not any(n.op == "fused" for n in graph.nodes):
+        return {}
+    try:
+        return unfused_reasons(graph)
+    except Exception:  # noqa: BLE001 - an inspection view must not fail on a graph it half understands
+        return {}
+
+
+def graph_rows(graph: Graph) -> list[Row]:
+    """The graph as table rows; a fused node is followed by its body's computing nodes, named by group."""
+    names = node_names(graph)
+    reasons = numpy_reasons(graph)
+    rows: list[Row] = []
+    for node in graph.nodes:
+        op = node.op
+        if op == "input":
+            index = node.attrs.get("index")
+            label = graph.input_names[index] if isinstance(index, int) and index < len(graph.input_names) else ""
+            rows.append(Row(names[node], "input", label, str(node.type), "", ""))
+            continue
+        if op == "const":
+            rows.append(Row(names[node], "const", format_value(node.attrs.get("value")), str(node.type), "",
+                            _loc(node)))
+            continue
+        inputs = ", ".join(names.get(i, "?") for i in node.inputs)
+        extra = _attrs(node)
+        if op == "fused":
+            group = str(node.attrs.get("name", "fused"))
+            rows.append(Row(names[node], f"fused[{node.attrs.get('kind', '')}]", inputs, str(node.type), group,
+                            _loc(node)))
+            (body,) = node.regions
+            outer = {b: names.get(o, "?") for b, o in zip(body.inputs, node.inputs)}
+            rows.extend(_body_rows(body, outer, names, group))
+            continue
+        group = f"NumPy: {reasons[node]}" if node in reasons else ""
+        rows.append(Row(names[node], op + (f"({extra})" if extra else ""), inputs, str(node.type), group,
+                        _loc(node)))
+        for region in node.regions:  # control flow (loop/while/cond): the bodies, indented
+            rows.extend(_body_rows(region, {}, names, "", depth=1))
+    return rows
+
+
+def _body_rows(body: Graph, outer: dict[Node, str], names: dict[Node, str], group: str, depth: int = 1
+               ) -> list[Row]:
+    """Computing nodes of a region body; ``outer`` names body inputs by the operands they stand for."""
+    rows = []
+    for n in body.nodes:
+        if n.op in ("input", "const"):
+            continue
+        inputs = ", ".join(outer.get(i) or (format_value(i.attrs["value"]) if i.op == "const" else names.get(i, "?"))
+                           for i in n.inputs)
+        extra = _attrs(n)
+        rows.append(Row(names.get(n, "?"), n.op + (f"({extra})" if extra else ""), inputs, str(n.type), group,
+                        _loc(n), depth=depth))
+        for region in n.regions:
+            rows.extend(_body_rows(region, {}, names, group, depth + 1))
+    return rows
+
+
+def fusion_groups(graph: Graph) -> list[FusionGroup]:
+    groups = []
+    for node in graph.nodes:
+        if node.op != "fused":
+            continue
+        (body,) = node.regions
+        ops = [n.op for n in body.nodes if n.op not in ("input", "const")]
+        groups.append(FusionGroup(str(node.attrs.get("name", "fused")), str(node.attrs.get("kind", "")), ops,
+                                  list(node.attrs.get("cuts", ())), _loc(node)))
+    return groups
+
+
+def kernel_sources(compiled: Any) -> list[KernelSource]:
+    """Generated source of a compiled graph: each fused kernel, the driver, or the loop driver of a region graph."""
+    out: list[KernelSource] = []
+    if compiled is None:
+        return out
+    kernels = getattr(compiled, "kernels", None)
+    if isinstance(kernels, dict):
+        for kernel in kernels.values():
+            source = getattr(kernel, "source", None)
+            name = getattr(kernel, "name", "kernel")
+            if source:
+                out.append(KernelSource(f"kernel {name}", source))
+            else:
+                out.append(KernelSource(f"kernel {name}", "", "not generated yet: it is built on its first call"))
+    driver = getattr(compiled, "driver_source", None)
+    if driver:
+        out.append(KernelSource("driver (calls the kernels, BLAS and NumPy in order)", driver))
+    region_source = getattr(compiled, "source", None)
+    if isinstance(region_source, str) and not isinstance(kernels, dict):
+        out.append(KernelSource(f"loop driver {getattr(compiled, 'filename', '')}".strip(), region_source))
+    reason = getattr(compiled, "fallback_reason", None)
+    if reason:
+        out.append(KernelSource("reference interpreter", "", f"the CPU backend could not compile this graph: {reason}"))
+    return out
+
+
+def backend_times(compiled: Any, backend_seconds: float) -> dict[str, float]:
+    """Split the backend's time into code generation and Numba. Kernels are built lazily on their first call, so
+    their generation and Numba time (compile or disk-cache load) come from the kernels themselves."""
+    codegen, numba = backend_seconds, 0.0
+    kernels = getattr(compiled, "kernels", None)
+    if isinstance(kernels, dict):
+        for kernel in kernels.values():
+            times = getattr(kernel, "times", {}) or {}
+            codegen += times.get("codegen", 0.0)
+            numba += times.get("numba", 0.0)
+    seconds = getattr(compiled, "compile_seconds", None)
+    if isinstance(seconds, float):  # the region driver compiles eagerly, inside the backend's time
+        numba += seconds
+        codegen = max(codegen - seconds, 0.0)
+    return {"codegen": codegen, "numba": numba}
+
+
+def entry_times(entry: Any) -> dict[str, float]:
+    times = {"trace": entry.times.get("trace", 0.0), "passes": entry.times.get("passes", 0.0)}
+    times.update(backend_times(entry.compiled, entry.times.get("backend", 0.0)))
+    return times
+
+
+def phase_times(result: Any) -> dict[str, float]:
+    """Compile time by phase, summed over the result's cache entries."""
+    compiled = result.compiled_function
+    totals = dict.fromkeys(PHASES, 0.0)
+    if compiled is not None:
+        for entry in compiled.entries:
+            for k, v in entry_times(entry).items():
+                totals[k] += v
+        return totals
+    totals["trace"] = result.compile_times.get("trace", 0.0)
+    totals["passes"] = result.compile_times.get("passes", 0.0)
+    backend = result.compile_times.get("backend", 0.0)
+    split = backend_times(result.compiled_graphs[0] if result.compiled_graphs else None, backend)
+    totals.update(split)
+    return totals
+
+
+def graph_views(result: Any) -> list[GraphView]:
+    """One view per compiled cache entry (or per graph when the result has no compiled function)."""
+    views = []
+    compiled = result.compiled_function
+    if compiled is not None:
+        pairs = [(e.graph, e.compiled, entry_times(e)) for e in compiled.entries if e.graph is not None]
+    else:
+        pairs = [(g, c, {}) for g, c in zip(result.optimized_graphs, result.compiled_graphs + [None] *
+                                             len(result.optimized_graphs))]
+        if not pairs:
+            pairs = [(g, None, {}) for g in result.graphs]
+    for index, (graph, backend_graph, times) in enumerate(pairs):
+        names = node_names(graph)
+        numpy_nodes = [(names[n], n.op, why) for n, why in numpy_reasons(graph).items() if n.op != "tuple_get"]
+        views.append(GraphView(index, graph_rows(graph), fusion_groups(graph), numpy_nodes,
+                               kernel_sources(backend_graph), times))
+    return views
+
+
+def guard_sets(result: Any) -> list[tuple[str, list[str]]]:
+    """(title, guard texts) per cache entry; the entry's mode says whether it runs a graph or eagerly."""
+    compiled = result.compiled_function
+    if compiled is None:
+        return [("guards", list(result.guards))] if result.guards else []
+    out = []
+    for k, entry in enumerate(compiled.entries):
+        title = f"entry {k}: " + ("runs the compiled graph" if entry.mode == "graph" else "runs eagerly")
+        out.append((title, list(entry.guard_texts)))
+    return out
+
+
+def captured_lines(result: Any) -> dict[str, set[int]]:
+    """filename -> line numbers that produced at least one node of a captured graph (region bodies included)."""
+    lines: dict[str, set[int]] = {}
+
+    def visit(graph: Graph) -> None:
+        for n in graph.nodes:
+            loc = n.loc
+            if loc is not None and getattr(loc, "filename", None) and loc.lineno:
+                lines.setdefault(loc.filename, set()).add(loc.lineno)
+            for region in n.regions:
+                visit(region)
+
+    for g in result.graphs:
+        visit(g)
+    return lines
+
+
+def counts(result: Any) -> dict[str, int]:
+    compiled = result.compiled_function
+    info = compiled.cache_info() if compiled is not None else None
+    fallbacks = info.fallbacks if info is not None else len(result.break_reasons)
+    return {"graphs": result.graph_count, "breaks": len(result.break_reasons),
+            "recompiles": len(result.recompile_reasons), "fallbacks": fallbacks, "ops": result.op_count}
