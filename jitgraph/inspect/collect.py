@@ -269,15 +269,39 @@ def graph_views(result: Any) -> list[GraphView]:
     return views
 
 
+def compact_guards(texts: list[str]) -> list[str]:
+    """One line per array argument: ``type(x) is ndarray``, ``x.shape == ...``, ``x.dtype == ...`` and
+    ``x.layout == ...`` become ``x: ndarray, shape (256, 784), dtype 'float32', layout 'C'``."""
+    out: list[str] = []
+    k = 0
+    while k < len(texts):
+        text = texts[k]
+        if text.startswith("type(") and text.endswith(") is ndarray"):
+            subject = text[5:-len(") is ndarray")]
+            parts = [f"{subject}: ndarray"]
+            j = k + 1
+            for attr in ("shape", "dtype", "layout"):
+                prefix = f"{subject}.{attr} == "
+                if j < len(texts) and texts[j].startswith(prefix):
+                    parts.append(f"{attr} {texts[j][len(prefix):]}")
+                    j += 1
+            out.append(", ".join(parts))
+            k = j
+            continue
+        out.append(text)
+        k += 1
+    return out
+
+
 def guard_sets(result: Any) -> list[tuple[str, list[str]]]:
     """(title, guard texts) per cache entry; the entry's mode says whether it runs a graph or eagerly."""
     compiled = result.compiled_function
     if compiled is None:
-        return [("guards", list(result.guards))] if result.guards else []
+        return [("guards", compact_guards(list(result.guards)))] if result.guards else []
     out = []
     for k, entry in enumerate(compiled.entries):
         title = f"entry {k}: " + ("runs the compiled graph" if entry.mode == "graph" else "runs eagerly")
-        out.append((title, list(entry.guard_texts)))
+        out.append((title, compact_guards(list(entry.guard_texts))))
     return out
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitgraph.inspect.collect import PHASES, GraphView, counts, graph_views, guard_sets, phase_times, short_path
-from jitgraph.inspect.source_view import source_view
+from jitgraph.inspect.source_view import SourceView, source_report
 
 THEME = "ansi_dark"
 
@@ -41,40 +41,52 @@ def summary(result: Any) -> RenderableType:
         text.append(f"{value} ", style=f"bold {style}")
         text.append(label)
     text.append(f"   compile {total * 1e3:.1f} ms", style="dim")
-    return Panel(text, title=f"[bold]jitgraph explain: {_name(result)}", title_align="left", box=box.ROUNDED)
+    return Panel(text, title=Text(f"jitgraph explain: {_name(result)}", style="bold"), title_align="left",
+                 box=box.ROUNDED)
+
+
+def _source_table(view: SourceView) -> Table:
+    code = "\n".join(line.text for line in view.lines)
+    highlighted = Syntax(code, "python", theme=THEME).highlight(code).split("\n", allow_blank=True)
+    table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+    table.add_column(width=1)
+    table.add_column(justify="right", style="dim")
+    table.add_column(overflow="fold")
+    for line, text in zip(view.lines, highlighted):
+        text.rstrip()
+        if line.breaks:
+            table.add_row(Text("✗", style="bold red"), str(line.lineno), text, style="on #3a0000")
+            for reason, hint in line.breaks:
+                table.add_row("", "", Text(f"↑ graph break: {reason}", style="bold red"))
+                table.add_row("", "", Text(f"  hint: {hint}", style="yellow"))
+        else:
+            mark = Text("●", style="green") if line.captured else Text(" ")
+            table.add_row(mark, str(line.lineno), text)
+    return table
 
 
 def source(result: Any) -> RenderableType | None:
-    view = source_view(result)
-    if view is None and not result.break_reasons:
+    report = source_report(result)
+    if report is None and not result.break_reasons:
         return None
     parts: list[RenderableType] = []
-    if view is not None:
-        code = "\n".join(line.text for line in view.lines)
-        highlighted = Syntax(code, "python", theme=THEME).highlight(code).split("\n", allow_blank=True)
-        table = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
-        table.add_column(width=1)
-        table.add_column(justify="right", style="dim")
-        table.add_column(overflow="fold")
-        for line, text in zip(view.lines, highlighted):
-            text.rstrip()
-            if line.breaks:
-                table.add_row(Text("✗", style="bold red"), str(line.lineno), text, style="on #3a0000")
-                for reason, hint in line.breaks:
-                    table.add_row("", "", Text(f"↑ graph break: {reason}", style="bold red"))
-                    table.add_row("", "", Text(f"  hint: {hint}", style="yellow"))
-            else:
-                mark = Text("●", style="green") if line.captured else Text(" ")
-                table.add_row(mark, str(line.lineno), text)
-        parts.append(table)
-        legend = Text("● captured into a graph   ✗ graph break (the call runs eagerly)", style="dim")
-        parts.append(legend)
-    for site in (view.elsewhere if view is not None else []):
+    title = "graph breaks"
+    if report is not None:
+        main = report.views[0]
+        title = f"source: {short_path(main.filename)}:{main.first_line}"
+        for k, view in enumerate(report.views):
+            if k:
+                parts.append(Text(f"\n{view.title} ({short_path(view.filename)}:{view.first_line})", style="bold"))
+            parts.append(_source_table(view))
+        parts.append(Text("● produced graph nodes   ✗ graph break (the call runs eagerly)", style="dim"))
+    for site in (report.elsewhere if report is not None else []):
         parts.append(Text.assemble(("✗ ", "bold red"), (site.where, "bold"), f"  {site.line}"))
         parts.append(Text(f"  graph break: {site.reason}", style="red"))
         parts.append(Text(f"  hint: {site.hint}", style="yellow"))
-    title = f"source: {short_path(view.filename)}:{view.first_line}" if view is not None else "graph breaks"
-    return Panel(Group(*parts), title=title, title_align="left", box=box.ROUNDED)
+    if report is None:
+        for brk in result.break_reasons:
+            parts.append(Text.assemble(("✗ ", "bold red"), (str(brk), "red")))
+    return Panel(Group(*parts), title=Text(title), title_align="left", box=box.ROUNDED)
 
 
 def recompiles(result: Any) -> RenderableType | None:
@@ -93,14 +105,19 @@ def graph_table(view: GraphView) -> RenderableType:
                   title_style="bold")
     for column, style in (("node", "bold"), ("op", "cyan"), ("inputs", ""), ("shape/dtype", "green"),
                           ("fusion group", "magenta"), ("source", "dim")):
-        table.add_column(column, style=style, overflow="fold", no_wrap=column in ("node", "source"))
+        if column == "fusion group":
+            table.add_column(column, style=style, no_wrap=True, overflow="ellipsis", max_width=36)
+        else:
+            table.add_column(column, style=style, overflow="fold", no_wrap=column in ("node", "source"))
     for row in view.rows:
         indent = "  " * row.depth
-        if row.group.startswith("NumPy:"):
-            group = Text(row.group, style="dim yellow")
+        if row.group.startswith("NumPy:"):  # why: in the fusion table below
+            group = Text("NumPy", style="dim yellow")
         else:  # members repeat their group's name, dimmed, so the column still reads per node
             group = Text(row.group, style="dim" if row.depth else "bold")
-        table.add_row(indent + row.name, indent + row.op, row.inputs, row.type, group, row.source)
+        # Text, not str: rich would read ``fused[reduction]`` or ``f32[4]`` as markup.
+        table.add_row(Text(indent + row.name), Text(indent + row.op), Text(row.inputs), Text(row.type), group,
+                      Text(row.source))
     return table
 
 
@@ -115,9 +132,9 @@ def fusion(view: GraphView) -> RenderableType | None:
     table.add_column("not fused because ...", overflow="fold")
     for g in view.groups:
         cuts = Text("\n".join(g.cuts) if g.cuts else "-", style="yellow" if g.cuts else "dim")
-        table.add_row(g.name, g.kind, " ".join(g.ops), cuts)
+        table.add_row(Text(g.name), Text(g.kind), Text(" ".join(g.ops)), cuts)
     for name, op, why in view.numpy_nodes:
-        table.add_row(Text(f"{name} (NumPy)", style="dim"), "-", op, Text(why, style="yellow"))
+        table.add_row(Text(f"{name} (NumPy)", style="dim"), "-", Text(op), Text(why, style="yellow"))
     return table
 
 
@@ -144,7 +161,7 @@ def kernels(view: GraphView) -> list[RenderableType]:
             body = Syntax(k.source.rstrip("\n"), "python", theme=THEME, line_numbers=True, word_wrap=False)
         else:
             body = Text(k.note, style="dim")
-        out.append(Panel(body, title=f"graph {view.index}: {k.title}", title_align="left", box=box.ROUNDED))
+        out.append(Panel(body, title=Text(f"graph {view.index}: {k.title}"), title_align="left", box=box.ROUNDED))
     return out
 
 

@@ -58,12 +58,23 @@ KERNEL_DTYPES = frozenset(np.dtype(d) for d in ("bool", "int8", "int16", "int32"
 MAX_LEVELS = 2
 
 
+def is_whole_setitem(node: Node) -> bool:
+    """``x[...] = v`` / ``x[:] = v``: an elementwise assignment of ``v`` (broadcast and cast) to all of ``x``."""
+    if node.op != "setitem" or len(node.inputs) != 2:
+        return False
+    spec = node.attrs.get("spec", ())
+    full = all(e is Ellipsis or e == slice(None) for e in spec)
+    return full and node.inputs[1].type.ndim <= node.inputs[0].type.ndim
+
+
 def unsupported_reason(node: Node) -> str | None:
     """Why ``node`` cannot live inside a kernel, or None when it can."""
     kind = OPS[node.op].kind
+    if is_whole_setitem(node):
+        kind = OpKind.ELEMENTWISE
     if node.op in EPILOGUE_HEADS:
         return "BLAS op: runs through NumPy (its elementwise epilogue is fused into one kernel)"
-    if kind is OpKind.ELEMENTWISE and node.op not in FUSIBLE_ELEMENTWISE:
+    if kind is OpKind.ELEMENTWISE and node.op not in FUSIBLE_ELEMENTWISE and node.op != "setitem":
         return f"no kernel emitter for {node.op!r}; runs through NumPy"
     if kind is OpKind.REDUCTION and node.op not in FUSIBLE_REDUCTIONS:
         return f"no kernel emitter for reduction {node.op!r}; runs through NumPy"

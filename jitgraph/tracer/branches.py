@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
+from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.regions import (
     _BodyBuilder,
     _carriable,
@@ -92,6 +93,24 @@ _MISSING = object()
 
 
 def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
+    """Record the ``if`` at ``ins`` as a ``cond``; a failure is reported at the ``if`` line, like the tracer's own
+    data-dependent-branch break, with the reason the paths could not be traced."""
+    tx, where = frame.tx, (frame.code.co_filename, ins.lineno)
+    try:
+        _trace_if(frame, ins, condition, jump_when)
+    except GraphBreak as exc:
+        tx.at(*where)
+        tx.graph_break(f"branch on a value computed from array data that cannot become a cond: {exc.reason}",
+                       exc.user_error)
+
+
+def _check_pure(frame: Frame, state: _State) -> None:
+    if state.python_objects_changed():
+        state.restore(frame)
+        frame.tx.graph_break("a path changes a Python object (list, dict, closure variable)")
+
+
+def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
     tx = frame.tx
     t = tx.type_of(condition)
     if t.shape != ():
@@ -101,9 +120,11 @@ def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> No
     branch_pc, target = frame.pc - 1, ins.target
     state = _State(frame)
     merge = _run_path(frame, branch_pc + 1, branch_pc, target, None)
+    _check_pure(frame, state)
     names1, written1 = _changes(frame, state)
     state.restore(frame)
     _run_path(frame, target, branch_pc, target, merge)
+    _check_pure(frame, state)
     names2, written2 = _changes(frame, state)
     state.restore(frame)
     names = [n for n in dict.fromkeys(names1 + names2) if n in state.locals or (n in names1 and n in names2)]
@@ -151,6 +172,16 @@ def is_while(frame: Frame, ins: Instr) -> bool:
 
 def trace_while(frame: Frame, ins: Instr) -> None:
     """``while`` on traced data, at its first ``POP_JUMP_IF_FALSE`` (the head test is already evaluated)."""
+    tx, where = frame.tx, (frame.code.co_filename, ins.lineno)
+    try:
+        _trace_while(frame, ins)
+    except GraphBreak as exc:
+        tx.at(*where)
+        tx.graph_break(f"loop on a value computed from array data that cannot become a while region: {exc.reason}",
+                       exc.user_error)
+
+
+def _trace_while(frame: Frame, ins: Instr) -> None:
     tx, instrs = frame.tx, frame.program.instrs
     body_start, exit_pc = frame.pc, ins.target
     tail_end = exit_pc - 1
@@ -168,6 +199,7 @@ def trace_while(frame: Frame, ins: Instr) -> None:
 
     _enter(frame)
     run(body_start, tail_start)
+    _check_pure(frame, state)
     changed, written = _changes(frame, state)
     changed = [n for n in changed if n in state.locals]
     state.restore(frame)

@@ -312,6 +312,13 @@ class CompiledFunction:
             return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
         return list(self._reasons)
 
+    def explain(self) -> Any:
+        """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
+        renders it."""
+        from jitgraph.inspect import explain_compiled
+
+        return explain_compiled(self)
+
     def break_reasons(self) -> list[BreakReason]:
         return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]
 

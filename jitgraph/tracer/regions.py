@@ -139,6 +139,12 @@ class _State:
         self.builder = tx.builder
         self.n_buffers = len(tx.buffers)
         self.nodes = [(b, b.node) for b in _reachable_buffers(frame)]
+        self.mutables = _snapshot_mutables(frame)
+
+    def python_objects_changed(self) -> bool:
+        """Whether a trace pass mutated a Python list/dict/set or closure cell (a side effect regions cannot
+        carry: the pass is undone and the loop unrolled, or the branch is a graph break)."""
+        return any(_contents(obj) != saved[0] for obj, saved in self.mutables)
 
     def restore(self, frame: Frame) -> None:
         tx = frame.tx
@@ -151,6 +157,66 @@ class _State:
         for buffer, node in self.nodes:
             buffer.node = node
             buffer.version = next(_epochs)
+        for obj, saved in self.mutables:
+            _set_contents(obj, saved)
+
+
+_EMPTY = object()
+
+
+def _contents(obj: Any) -> Any:
+    """Identity-level contents of a mutable Python object, comparable with ``==`` (ids, not values)."""
+    if isinstance(obj, list):
+        return [id(v) for v in obj]
+    if isinstance(obj, dict):
+        return [(k, id(v)) for k, v in obj.items()]
+    if isinstance(obj, set):
+        return sorted(id(v) for v in obj)
+    try:
+        return id(obj.cell_contents)
+    except ValueError:
+        return _EMPTY
+
+
+def _set_contents(obj: Any, saved: Any) -> None:
+    values = saved[1]
+    if isinstance(obj, list):
+        obj[:] = values
+    elif isinstance(obj, dict | set):
+        obj.clear()
+        obj.update(values)
+    elif values is _EMPTY:
+        try:
+            del obj.cell_contents
+        except ValueError:
+            pass
+    else:
+        obj.cell_contents = values
+
+
+def _snapshot_mutables(frame: Frame) -> list[tuple[Any, Any]]:
+    """Lists, dicts, sets and closure cells reachable from the frame, with their contents (to undo a pass)."""
+    todo: list[Any] = [*frame.locals.values(), *frame.cells.values(), *frame.stack]
+    seen: set[int] = set()
+    out: list[tuple[Any, Any]] = []
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, list | dict | set):
+            values = list(obj) if isinstance(obj, list) else dict(obj) if isinstance(obj, dict) else set(obj)
+            out.append((obj, (_contents(obj), values)))
+            todo.extend(obj.values() if isinstance(obj, dict) else obj)
+        elif hasattr(obj, "cell_contents") and not isinstance(obj, TArray):
+            try:
+                contents = obj.cell_contents
+            except ValueError:
+                contents = _EMPTY
+            out.append((obj, (_contents(obj), contents)))
+            if contents is not _EMPTY:
+                todo.append(contents)
+    return out
 
 
 def _reachable_buffers(frame: Frame) -> list[Buffer]:
@@ -254,6 +320,11 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
     # Pass 1: discover which locals and storages the body changes.
     up = _counts_up_from_nonneg(tx, rng)
     rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up)
+    if state.python_objects_changed():
+        state.restore(frame)
+        if isinstance(rng, SymRange):
+            tx.graph_break("a loop with a side effect on a Python object (list, dict, closure variable)")
+        raise _Unroll
     if not isinstance(rng, SymRange) and len(rng) <= UNROLL_MAX and not _indexes_with(rb.nodes, induction):
         state.restore(frame)
         raise _Unroll
@@ -269,6 +340,9 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
         types = [n.tensor_type for n in inits]
         kinds = [_kind(v, t) for v, t in zip(olds, types)]
         rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up)
+        if state.python_objects_changed():
+            state.restore(frame)
+            tx.graph_break("a loop with a side effect on a Python object (list, dict, closure variable)")
         more = [n for n, v in frame.locals.items() if n in state.locals and n not in changed
                 and v is not state.locals[n]]
         more_written = [b for b, node in state.nodes if b not in written and b.node is not node]

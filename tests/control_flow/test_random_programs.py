@@ -64,7 +64,7 @@ def build(program: list[tuple[str, str]], mutate: bool, with_while: bool) -> Gra
 programs = st.lists(st.tuples(st.sampled_from(STATEMENTS), st.sampled_from(BINOPS)), min_size=1, max_size=5)
 
 
-@settings(max_examples=10, deadline=None)  # each example is a Numba compile
+@settings(max_examples=6, deadline=None)  # each example is a Numba compile
 @given(programs, st.booleans(), st.booleans(), st.integers(0, 2**31 - 1))
 @example(program=[("cond", "add")], mutate=True, with_while=False, seed=0)  # found by hypothesis: 1-ulp tanh
 def test_random_loop_programs_match_eager(program: list[tuple[str, str]], mutate: bool, with_while: bool,

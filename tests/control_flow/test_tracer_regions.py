@@ -176,3 +176,33 @@ def test_symbolic_slice_length_mismatch_raises_like_numpy() -> None:
         mismatched(np.ones((4, 4)))
     with pytest.raises(ValueError):
         jitgraph.compile(mismatched)(np.ones((4, 4)))
+
+
+TABLE = np.linspace(1.0, 2.0, 64)
+
+
+def reads_a_global(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * TABLE[i]   # TABLE first read inside the body: a new graph input at the top level
+    return total
+
+
+def test_global_array_first_read_inside_the_body() -> None:
+    e, found = ops(reads_a_global, np.ones(64))
+    assert e.graph_count == 1 and "loop" in found
+    same_as_eager(reads_a_global, np.arange(64.0))
+
+
+def loop_variable_after_the_loop(x):
+    i = -1
+    for i in range(x.shape[0]):
+        x[i] = x[i] * i
+    return x, i
+
+
+def test_loop_variable_keeps_its_last_value() -> None:
+    got = jitgraph.compile(loop_variable_after_the_loop)(np.ones(40))
+    want = loop_variable_after_the_loop(np.ones(40))
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] == 39 and type(got[1]) is int

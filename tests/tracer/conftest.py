@@ -1,7 +1,13 @@
-"""Tracer tests run with JITGRAPH_STRICT=1, so an internal tracer error fails the test instead of falling back."""
+"""Tracer tests run with JITGRAPH_STRICT=1, so an internal tracer error fails the test instead of falling back.
+
+Scoped with a fixture (not set at import) so other test directories keep the production behaviour.
+"""
 
 from __future__ import annotations
 
-import os
+import pytest
 
-os.environ["JITGRAPH_STRICT"] = "1"
+
+@pytest.fixture(autouse=True)
+def _strict_tracer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JITGRAPH_STRICT", "1")

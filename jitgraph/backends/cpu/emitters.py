@@ -252,6 +252,13 @@ def _where(args: Sequence[str], ctx: EmitContext) -> str:
     return f"({x} if {c} else {y})"
 
 
+@_define("setitem")
+def _setitem(args: Sequence[str], ctx: EmitContext) -> str:
+    """Whole-array assignment (the fusion pass only lets ``x[...] = v`` in): the value, cast like NumPy's
+    assignment does (unsafe casting); the old contents of ``x`` are not read."""
+    return cast(args[1], ctx.out_dtype, ctx.in_dtypes[1])
+
+
 @_define("arctan2", "hypot", "copysign", "logaddexp")
 def _binary_math(args: Sequence[str], ctx: EmitContext) -> str:
     a, b = _args(args, ctx)

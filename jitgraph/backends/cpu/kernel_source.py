@@ -99,7 +99,8 @@ class _Emit:
 
     # -- expressions ---------------------------------------------------------------------------------------------
     def expr(self, node: Node, suffix: str) -> str:
-        inputs = [self.ref(i, suffix, node) for i in node.inputs]
+        skip = node.inputs[0] if node.op == "setitem" else None  # the assignment target is not read
+        inputs = ["None" if i is skip and k == 0 else self.ref(i, suffix, node) for k, i in enumerate(node.inputs)]
         ctx = E.EmitContext(node, tuple(i.type.dtype for i in node.inputs), node.type.dtype, self.spec.math,
                             self.spec.math_table, self.used_math)
         if node.op == "reshape":
@@ -299,14 +300,14 @@ class _Emit:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = min({BLOCK}, n{last} - jb)")
-        w("for k in range(m):")
+        # The loop variable indexes the arrays directly (jb + k would cost the vectoriser a wraparound check).
+        w(f"for i{last} in range(jb, jb + m):")
         w.depth += 1
-        w(f"i{last} = jb + k")
         idx[last] = f"i{last}"
         self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
         for r in reds:
             (src,) = r.inputs
-            w(f"buf{self.var[r]}[k] = {E.cast(self.ref(src, '', r), accs[r], src.type.dtype)}")
+            w(f"buf{self.var[r]}[i{last} - jb] = {E.cast(self.ref(src, '', r), accs[r], src.type.dtype)}")
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1

@@ -107,9 +107,11 @@ class GroupKernel:
         for n in self.body.nodes:
             if n not in inside or n is self.head:
                 continue
-            for i in n.inputs:
+            for pos, i in enumerate(n.inputs):
                 if i.op != "input" and i is not self.head:
                     continue
+                if n.op == "setitem" and pos == 0:
+                    continue  # a whole-array assignment never reads the old contents
                 if self._is_scalar(i) and i is not self.head:
                     continue
                 if OPS[n.op].kind is OpKind.REDUCTION:

@@ -7,8 +7,8 @@
 * gelu_tanh: 0.5 x (1 + tanh(u)) = x sigmoid(2u), evaluated like sigmoid. The naive form cancels catastrophically
   for x < -3, and in the far negative tail the result's relative error is ``|2u|`` times the relative error of
   ``2u`` itself, so ``-2u = x (a + b x**2)`` is evaluated in double-word arithmetic and fed to ``exp_dd``.
-* erf: ``x P(x**2)`` for |x| < 1; beyond, ``1 - exp(Q(|x|))`` where Q fits log(erfc). No exp(-x**2) is formed, so no
-  extra-precise square is needed; the erfc term's error is damped by erfc/erf < 0.19.
+* erf: ``x + x (P(x**2) - 1)`` for |x| < 1; beyond, ``1 - exp(Q(|x|))`` where Q fits log(erfc). No exp(-x**2) is
+  formed, so no extra-precise square is needed; the erfc term's error is damped by erfc/erf < 0.19.
 """
 
 from __future__ import annotations
@@ -95,11 +95,13 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
         result = copysign(fdiv(numerator, one + scale_pow2(em1 + one, k)), x)  # -0.0 on underflow, as NumPy
         return select(x == -inf, nan, result)  # as NumPy's formula: -inf * (1 + tanh(-inf)) = -inf * 0
 
-    erf_p = s.coeffs(ERF_P)
+    # erf(x) = x + x (P(x**2) - 1): the rounding of 2/sqrt(pi) and of x * P only touch the small second term.
+    erf_p = (ft(ERF_P[s.name][0] - 1.0),) + s.coeffs(ERF_P)[1:]
     erfc_pieces = tuple(tuple(ft(c) for c in piece) for piece in ERFC_Q[s.name])
     # erf rounds to 1 beyond ERF_SAT (erfc < 2**-(p+1)); the erfc fits cover [1, ERF_SAT].
     erf_sat = ft(4.0 if p == 24 else 6.0)
-    centre_lo, centre_hi, split_at = ft(2.5 if p == 24 else 1.75), ft(4.25), ft(2.5)
+    centre_lo, centre_hi = one, ft(2.5)  # the fits' expansion points: the left ends of their intervals
+    split_at = centre_hi
     erfc_q_lo = erfc_pieces[0]
     erfc_q_hi = erfc_pieces[-1]
     one_piece = len(erfc_pieces) == 1
@@ -108,7 +110,7 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
     def erf(x):
         x = ft(x)
         a = fabs(x)
-        small = a * polyval(a * a, erf_p)
+        small = fmuladd(a, polyval(a * a, erf_p), a)
         ac = select(a > erf_sat, erf_sat, a)  # nan passes
         low_piece = (ac < split_at) | one_piece
         q = polyval_select(ac - select(low_piece, centre_lo, centre_hi), low_piece, erfc_q_lo, erfc_q_hi)
