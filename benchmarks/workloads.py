@@ -232,7 +232,8 @@ def main() -> None:
     scale = 1e-3 if args.small else 1.0
     names = [n for n in WORKLOADS if not args.only or n in args.only.split(",")]
     bw = copy_bandwidth()
-    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s; cache: {cache_dir}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"copy bandwidth: {bw / 1e9:.1f} GB/s; {os.cpu_count()} CPUs, load average {load}; cache: {cache_dir}")
     header = f"| {'workload':<32} | {'NumPy ms':>9} | {'jitgraph ms':>11} | {'ratio':>6} | {'cold s':>6} " \
              f"| {'warm 1st s':>10} | {'% of bw':>7} | ok |"
     print(header)

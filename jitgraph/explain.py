@@ -41,6 +41,11 @@ class ExplainResult:
         return len(self.break_reasons)
 
     @property
+    def regions(self) -> list[Any]:
+        """Control-flow regions of the compiled graphs (loop/while/cond): trip count when known, prange or not."""
+        return [r for c in self.compiled_graphs for r in getattr(c, "regions", [])]
+
+    @property
     def op_count(self) -> int:
         return sum(sum(1 for n in g.nodes if n.op not in ("input", "const")) for g in self.graphs)
 
@@ -71,6 +76,9 @@ class ExplainResult:
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.extend("  " + line for line in str(g).splitlines())
+        if self.regions:
+            lines.append("Regions (as compiled; trips=? when known only at run time):")
+            lines.extend(f"  {r}" for r in self.regions)
         if self.guards:
             lines.append("Guards:")
             lines.extend(f"  {g}" for g in self.guards)

@@ -19,6 +19,8 @@ from jitgraph.inspect.collect import PHASES, GraphView, counts, graph_views, gua
 from jitgraph.inspect.source_view import SourceView, source_report
 
 THEME = "ansi_dark"
+MAX_ROWS = 300  # per graph table
+MAX_SOURCE_LINES = 400  # per kernel
 
 
 def _name(result: Any) -> str:
@@ -109,7 +111,14 @@ def graph_table(view: GraphView) -> RenderableType:
             table.add_column(column, style=style, no_wrap=True, overflow="ellipsis", max_width=36)
         else:
             table.add_column(column, style=style, overflow="fold", no_wrap=column in ("node", "source"))
-    for row in view.rows:
+    rows = view.rows
+    if len(rows) > MAX_ROWS:  # an unrolled loop can make thousands of nodes; print(result) still has them all
+        hidden = len(rows) - MAX_ROWS
+        rows = rows[:MAX_ROWS - 20] + [None] + rows[-20:]
+    for row in rows:
+        if row is None:
+            table.add_row(Text("..."), Text(f"{hidden} more nodes (print(result) lists every node)", style="dim"))
+            continue
         indent = "  " * row.depth
         if row.group.startswith("NumPy:"):  # why: in the fusion table below
             group = Text("NumPy", style="dim yellow")
@@ -158,7 +167,11 @@ def kernels(view: GraphView) -> list[RenderableType]:
     for k in view.kernels:
         body: RenderableType
         if k.source:
-            body = Syntax(k.source.rstrip("\n"), "python", theme=THEME, line_numbers=True, word_wrap=False)
+            lines = k.source.rstrip("\n").splitlines()
+            text = "\n".join(lines[:MAX_SOURCE_LINES])
+            if len(lines) > MAX_SOURCE_LINES:
+                text += f"\n# ... {len(lines) - MAX_SOURCE_LINES} more lines (the compiled graph's kernels hold it all)"
+            body = Syntax(text, "python", theme=THEME, line_numbers=True, word_wrap=False)
         else:
             body = Text(k.note, style="dim")
         out.append(Panel(body, title=Text(f"graph {view.index}: {k.title}"), title_align="left", box=box.ROUNDED))

@@ -15,7 +15,10 @@ Reading order:
 * ``cache.py``     ``CompiledFunction``: dispatch, recompiles, fallback, statistics.
 """
 
+from jitgraph.tracer import regions as _regions
 from jitgraph.tracer.cache import BreakReason, CacheInfo, CompiledFunction
 from jitgraph.tracer.trace import TraceResult, trace
+
+_regions.enable()  # for-range loops, data-dependent if/while and symbolic slices become regions (issue 9)
 
 __all__ = ["BreakReason", "CacheInfo", "CompiledFunction", "TraceResult", "trace"]

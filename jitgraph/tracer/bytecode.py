@@ -23,7 +23,8 @@ opcodes that split, fuse or change meaning) — the handlers do not change. What
   ``PUSH_EXC_INFO`` are).
 * 3.13: ``LOAD_FAST_LOAD_FAST`` / ``STORE_FAST_LOAD_FAST`` / ``STORE_FAST_STORE_FAST`` split in two; ``TO_BOOL``
   is dropped; ``CALL_KW`` becomes ``CALL`` with the names constant loaded before it; ``SET_FUNCTION_ATTRIBUTE``
-  folds into ``MAKE_FUNCTION``'s flags; ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``;
+  folds into ``MAKE_FUNCTION``'s flags; ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``, with the
+  ``CONVERT_VALUE`` (``!r``/``!s``/``!a``) before them folded in unless the spec is computed;
   ``LOAD_GLOBAL`` pushes its NULL *after* the global; ``LOAD_FAST`` of a cell (building a closure) is
   ``LOAD_CLOSURE``; ``END_FOR; POP_TOP`` are skipped by an exhausted ``FOR_ITER``.
 
@@ -43,6 +44,8 @@ from typing import Any
 from jitgraph.errors import UnsupportedPythonError
 
 SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
+RUNNING_VERSION: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+"""The running CPython as ``(major, minor)``: everything else reads this instead of ``sys.version_info``."""
 
 
 @dataclass(frozen=True)
@@ -68,15 +71,16 @@ class Program:
 
 def check_version() -> None:
     """Refuse a CPython whose bytecode has no table here (called by ``jitgraph.compile``)."""
-    if tuple(sys.version_info[:2]) not in SUPPORTED_VERSIONS:
+    if not version_supported():
+        major, minor = RUNNING_VERSION
         raise UnsupportedPythonError(
-            f"jitgraph's tracer has no bytecode table for Python {sys.version_info[0]}.{sys.version_info[1]}",
+            f"jitgraph's tracer has no bytecode table for Python {major}.{minor}",
             hint="supported: " + ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
                  + "; the function runs eagerly meanwhile")
 
 
 def version_supported() -> bool:
-    return tuple(sys.version_info[:2]) in SUPPORTED_VERSIONS
+    return RUNNING_VERSION in SUPPORTED_VERSIONS
 
 
 def _binary_op(ins: dis.Instruction, st: _State) -> list[_Out]:
@@ -134,11 +138,11 @@ def _return_const(ins: dis.Instruction, st: _State) -> list[_Out]:
 
 
 def _binary_slice(ins: dis.Instruction, st: _State) -> list[_Out]:
-    return [("BUILD_SLICE", 2, None), ("BINARY_SUBSCR", None, None)]
+    return [("BUILD_SLICE", 2, 2), ("BINARY_SUBSCR", None, None)]
 
 
 def _store_slice(ins: dis.Instruction, st: _State) -> list[_Out]:
-    return [("BUILD_SLICE", 2, None), ("STORE_SUBSCR", None, None)]
+    return [("BUILD_SLICE", 2, 2), ("STORE_SUBSCR", None, None)]
 
 
 _INTRINSICS = {5: "UNARY_POSITIVE", 6: "LIST_TO_TUPLE"}
@@ -154,17 +158,24 @@ def _end_for_313(ins: dis.Instruction, st: _State) -> list[_Out]:
 
 
 def _pair(first: str, second: str) -> Callable[[dis.Instruction, _State], list[_Out]]:
+    """3.13 superinstructions: the two local indices are packed in one arg (high and low nibble)."""
+
     def split(ins: dis.Instruction, st: _State) -> list[_Out]:
         a, b = ins.argval
-        return [(first, None, a), (second, None, b)]
+        return [_fast(st, first, ins.arg >> 4, a), _fast(st, second, ins.arg & 15, b)]
 
     return split
 
 
-def _load_fast_313(ins: dis.Instruction, st: _State) -> list[_Out]:
+def _fast(st: _State, op: str, arg: int | None, name: str) -> _Out:
     """3.13 loads a closure's cells with LOAD_FAST; our frames keep cells apart from locals."""
-    cells = st.code.co_cellvars + st.code.co_freevars
-    return [("LOAD_CLOSURE" if ins.argval in cells else "LOAD_FAST", ins.arg, ins.argval)]
+    if op == "LOAD_FAST" and name in st.code.co_cellvars + st.code.co_freevars:
+        op = "LOAD_CLOSURE"
+    return (op, arg, name)
+
+
+def _load_fast_313(ins: dis.Instruction, st: _State) -> list[_Out]:
+    return [_fast(st, "LOAD_FAST", ins.arg, ins.argval)]
 
 
 def _set_function_attribute(ins: dis.Instruction, st: _State) -> list[_Out]:
@@ -176,11 +187,23 @@ def _set_function_attribute(ins: dis.Instruction, st: _State) -> list[_Out]:
 
 
 def _format_simple(ins: dis.Instruction, st: _State) -> list[_Out]:
-    return [("FORMAT_VALUE", 0, None)]
+    """3.13: ``CONVERT_VALUE n; FORMAT_SIMPLE`` is 3.11's ``FORMAT_VALUE n`` (``f"{x!r}"``)."""
+    return [("FORMAT_VALUE", _take_conversion(st, -1), None)]
 
 
 def _format_with_spec(ins: dis.Instruction, st: _State) -> list[_Out]:
-    return [("FORMAT_VALUE", 4, None)]
+    """3.13: ``CONVERT_VALUE n; LOAD_CONST spec; FORMAT_WITH_SPEC`` is ``LOAD_CONST spec; FORMAT_VALUE n|4``. A
+    computed spec (``f"{x!r:{w}}"``) keeps its ``CONVERT_VALUE``, which has a handler of its own."""
+    conversion = _take_conversion(st, -2) if st.out[-1][0] == "LOAD_CONST" else 0
+    return [("FORMAT_VALUE", conversion | 0x04, None)]
+
+
+def _take_conversion(st: _State, at: int) -> int:
+    """Remove the ``CONVERT_VALUE`` at ``st.out[at]`` and return its conversion (0 when there is none). Nothing
+    jumps between a replacement field's value and its format, so no jump target moves."""
+    if len(st.out) >= -at and st.out[at][0] == "CONVERT_VALUE":
+        return st.out.pop(at)[1]
+    return 0
 
 
 _RENAMES_311 = {
@@ -225,7 +248,8 @@ def normalize(code: types.CodeType) -> Program:
     """The normalised stream of ``code`` (cached: a code object's bytecode never changes)."""
     program = _CACHE.get(code)
     if program is None:
-        program = _CACHE[code] = _normalize(code, _TABLES[tuple(sys.version_info[:2])])
+        check_version()
+        program = _CACHE[code] = _normalize(code, _TABLES[RUNNING_VERSION])
     return program
 
 
@@ -252,6 +276,7 @@ def _normalize(code: types.CodeType, table: _Table) -> Program:
             continue
         rewrite = table.rewrite.get(name)
         emitted = rewrite(ins, st) if rewrite is not None else [(name, ins.arg, ins.argval)]
+        index_of[ins.offset] = min(index_of[ins.offset], len(st.out))  # a rewrite that folded what came before
         for op, arg, argval in emitted:
             target = ins.argval if op in _JUMPS else None
             st.out.append([op, arg, argval, target, lineno, ins.offset, ins.offset in covered])

@@ -1,7 +1,6 @@
 """The tracer records loops, data-dependent ifs and whiles as regions (hooks from jitgraph.tracer.regions).
 
 Every test compares ``jitgraph.compile`` with the plain function: return value and type, and the caller's arrays.
-The hooks are installed for this module only, so other tests see the tracer unchanged.
 """
 
 from __future__ import annotations
@@ -19,9 +18,8 @@ from tests.control_flow.helpers import copies, load_benchmarks
 
 @pytest.fixture(autouse=True, scope="module")
 def hooks() -> Iterator[None]:
-    regions.enable()
+    regions.enable()  # installed by jitgraph.tracer on import; idempotent
     yield
-    regions.disable()
 
 
 def same_as_eager(fn: Callable[..., Any], *args: Any, backend: str = "cpu") -> Any:
@@ -206,3 +204,22 @@ def test_loop_variable_keeps_its_last_value() -> None:
     want = loop_variable_after_the_loop(np.ones(40))
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1] == 39 and type(got[1]) is int
+
+
+def row_sums(a, out):
+    for i in range(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j] * a[i, j]
+        out[i] = s
+    return out
+
+
+def test_explain_shows_regions_trip_counts_and_prange() -> None:
+    a = np.random.default_rng(3).standard_normal((600, 5))
+    e = jitgraph.explain(row_sums)(a, np.zeros(600))
+    rows = [str(r) for r in e.regions]
+    assert rows[0].startswith("%") and "loop trips=600 prange" in rows[0]   # independent rows: parallel
+    assert "loop trips=5" in rows[1] and "prange" not in rows[1]           # a reduction: serial
+    assert "Regions" in str(e)
+    same_as_eager(row_sums, a, np.zeros(600))

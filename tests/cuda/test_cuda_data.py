@@ -206,3 +206,15 @@ def test_device_array_facts_for_the_tracer() -> None:
     assert device_array_facts(d) == ((4, 6), np.dtype(np.float32), x.strides)
     assert str(device_type_of(d)) == "f32[4,6]" and str(device_type_of(d.T)) == "f32[6,4]{F}"
     assert device_array_facts(x) is None
+
+
+def test_row_kernel_writes_its_mutation_in_place() -> None:
+    """x <- x - x.mean(1): the row's mean sweep finishes before its write sweep, so x is written in place."""
+    def fn(b, x):
+        return {"outputs": [], "mutations": [(0, b.op("subtract", x, b.op("mean", x, axis=(1,), keepdims=True)))]}
+
+    g = build([((9, 130), "float32")], fn)
+    compiled = compile_cuda(g)
+    assert list(compiled.direct.values()) == [0]
+    assert_matches_eager(g, [rand((9, 130))], compiled, device=True, rtol=1e-5, atol=1e-6)
+    assert_matches_eager(g, [rand((9, 130))], compiled, device=False, rtol=1e-5, atol=1e-6)

@@ -235,3 +235,17 @@ def test_two_stage_family_with_several_rows(monkeypatch: pytest.MonkeyPatch) -> 
     assert _families(c) == ["split"]
     (plan,) = c.plans.values()
     assert [launch.nchunks > 1 for launch in plan.variants[frozenset()]] == [True, True, True]
+
+
+def test_kernel_source_is_registered_in_linecache() -> None:
+    import linecache
+
+    from jitgraph.backends.cuda import compiler
+
+    g = build([((40,), "float32")], lambda b, x: b.op("tanh", b.op("multiply", x, x)))
+    c = compile_cuda(g)
+    ((name, source),) = c.kernel_sources.items()
+    kernel = compiler.kernel_from_source(name, source)
+    filename = kernel.py_func.__code__.co_filename
+    assert name in filename and "".join(linecache.getlines(filename)) == source
+    assert f"def {name}(o0, a0, n0):" in source

@@ -424,7 +424,19 @@ def check_test() -> None:
         eager.run(graph, [x, 1])
 
 
-CUSTOM.update({"input": input_test, "const": const_test, "tuple_get": tuple_get_test, "check": check_test})
+def to_python_test() -> None:
+    """``to_python(x, kind)``: int(x)/float(x) of a scalar as a weak Python number (regions' ``int(a[i])``)."""
+    b = GraphBuilder()
+    xin = b.input(type_of(np.uint8(200)), "x")
+    as_int = b.op("to_python", xin, kind="int")
+    as_float = b.op("to_python", xin, kind="float")
+    assert str(as_int.type) == "pyint[]" and str(as_float.type) == "pyfloat[]"
+    got = eager.run(verify(b.build([as_int, as_float])), [np.uint8(200)])
+    assert got == [200, 200.0] and type(got[0]) is int and type(got[1]) is float
+
+
+CUSTOM.update({"input": input_test, "const": const_test, "tuple_get": tuple_get_test, "check": check_test,
+               "to_python": to_python_test})
 
 
 # ------------------------------------------------------------------------------------------------- the tests
@@ -455,7 +467,7 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
-        OpKind.SPECIAL: {"input", "const", "tuple_get", "check"},
+        OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]
     assert names == expected
 

@@ -20,8 +20,8 @@ def double(x):
 
 def branchy(x):
     y = np.exp(x)
-    if y.sum() > 1:
-        y = y - 1
+    if y.sum() > 1:  # a data-dependent branch with an early return still breaks (a plain one becomes a cond)
+        return y - 1
     return y
 
 

@@ -28,8 +28,10 @@ def data_dependent_if(x):
 
 def data_dependent_while(x):
     x = x + 3
-    while np.max(x) > 1:  # BREAK
+    while np.max(x) > 1:  # BREAK (an early exit; a plain data-dependent while becomes a region)
         x = x / 2
+        if x[0] < 0.5:
+            break
     return x
 
 

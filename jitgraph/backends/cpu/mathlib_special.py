@@ -46,7 +46,7 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
     p = s.precision
     zero, one, two = ft(0.0), ft(1.0), ft(2.0)
     inf, nan = ft(np.inf), ft(np.nan)
-    exp, exp_reduce, exp_dd_parts = explog["exp"], explog["exp_reduce"], explog["exp_dd_parts"]
+    exp_reduce, exp_dd_parts = explog["exp_reduce"], explog["exp_dd_parts"]
 
     tanh_p = s.coeffs(TANH_P)
     tanh_poly_max = ft(0.55)
@@ -67,11 +67,21 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
         large = fdiv(m, m + two)
         return copysign(select(a < tanh_poly_max, small, large), x)
 
+    # 1 + e for e = (1 + em1) 2**k <= 1.5 (k <= 0), rounded once: 1 + 2**k is exact for k >= -p, and below that
+    # e is under half an ulp of 1 anyway, so 2**max(k, -p-2) gives the same rounded sum.
+    k_min = ft(-(p + 2))
+
+    @_inline
+    def _one_plus(em1, k):
+        scale = pow2(select(k < k_min, k_min, k))
+        return fmuladd(scale, em1, one + scale)
+
     @_inline
     def sigmoid(x):
         x = ft(x)
-        e = exp(-fabs(x))
-        return fdiv(select(x < zero, e, one), one + e)
+        em1, k = exp_dd_parts(-fabs(x), zero)  # e = exp(-|x|) = (1 + em1) 2**k, exactly 0 once it underflows
+        numerator = select(x < zero, scale_pow2(em1 + one, k), one)
+        return fdiv(numerator, _one_plus(em1, k))
 
     gelu_a_hi, gelu_a_lo = s.split(-2 * _GELU_C)
     gelu_b_hi, gelu_b_lo = s.split(-2 * _GELU_C * _GELU_A)
@@ -92,7 +102,7 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
         positive = v_hi > zero
         em1, k = exp_dd_parts(select(positive, -v_hi, v_hi), select(positive, -v_lo, v_lo))
         numerator = select(positive, scale_pow2(fmuladd(x, em1, x), k), x)  # x e**-|v|, rounded once
-        result = copysign(fdiv(numerator, one + scale_pow2(em1 + one, k)), x)  # -0.0 on underflow, as NumPy
+        result = copysign(fdiv(numerator, _one_plus(em1, k)), x)  # -0.0 on underflow, as NumPy
         return select(x == -inf, nan, result)  # as NumPy's formula: -inf * (1 + tanh(-inf)) = -inf * 0
 
     # erf(x) = x + x (P(x**2) - 1): the rounding of 2/sqrt(pi) and of x * P only touch the small second term.

@@ -10,8 +10,8 @@ How a call runs:
   emitter, runs **on the host through NumPy**: its operands are copied down, the result copied back up. That keeps
   results exact; :meth:`CudaCompiledGraph.explain` lists each such node and why.
 * **Mutations.** Values are computed first, then written into the caller's arrays, as the eager interpreter does.
-  A value computed by an elementwise kernel that only reads the same element of the mutated input is written by
-  the kernel straight into the argument's buffer (Adam's ``p``, ``m``, ``v``: no copies per step); the rest are
+  A value computed by a kernel that reads the mutated input only at the element it writes is written by the
+  kernel straight into the argument's buffer (Adam's ``p``, ``m``, ``v``: no copies per step); the rest are
   written by a device copy kernel. Host arguments that are mutated get the new values copied back.
 """
 
@@ -216,10 +216,12 @@ def _one_node_group(node: Node, name: str) -> Node:
 
 # ---- in-place writes -------------------------------------------------------------------------------------------
 def _direct_writes(graph: Graph, plans: dict[Node, GroupPlan]) -> dict[tuple[Node, int], int]:
-    """Mutations that an elementwise kernel can write straight into the caller's buffer.
+    """Mutations that a kernel can write straight into the caller's buffer.
 
-    Safe when the kernel reads the target only at the element it writes, nothing after the kernel reads the old
-    value (or a view of it), the value is not also returned, and no other mutation targets the same input.
+    Safe when the kernel reads the target only at the element it writes, by the thread that writes it (row and
+    column kernels finish their reduction sweeps over a row before its write sweep; the stages of a two-stage
+    reduction are separate launches), nothing after the kernel reads the old value (or a view of it), the value
+    is not also returned, and no other mutation targets the same input.
     """
     order = {n: k for k, n in enumerate(graph.nodes)}
     users = graph.users()
@@ -233,7 +235,7 @@ def _direct_writes(graph: Graph, plans: dict[Node, GroupPlan]) -> dict[tuple[Nod
             through, value = value, value.inputs[1]  # x[...] = v: the new x is v itself
         fused, k = (value.inputs[0], value.attrs["index"]) if value.op == "tuple_get" else (value, 0)
         plan = plans.get(fused)
-        if plan is None or plan.host_reason or plan.family != "elementwise" or counts[i] != 1:
+        if plan is None or plan.host_reason or counts[i] != 1:
             continue
         target = graph.inputs[i]
         if value in graph.outputs or target in graph.outputs or (through is not None and through in graph.outputs):
@@ -261,6 +263,10 @@ def _reads_same_element(plan: GroupPlan, target: Node, out: Node, fused: Node) -
         if outer is not target:
             continue
         for consumer in users.get(leaf, []):
+            if consumer.op in ("matmul", "dot"):
+                return False  # the tiled product reads whole rows and columns
+            if consumer.op == "setitem" and consumer.inputs[0] is leaf and consumer.inputs[1] is not leaf:
+                continue  # x[...] = v never reads x
             if w.operand_index(leaf.tensor_type, consumer) != want:
                 return False
     return True

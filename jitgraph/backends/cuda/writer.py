@@ -124,6 +124,11 @@ class Writer:
             raise AssertionError("leaves are loaded by their consumers")
         if node.op == "reshape":  # only size-1 dims change: the same element
             return self.operand(node.inputs[0], node)
+        if node.op == "setitem":  # whole-array ``x[...] = v`` (the fusion pass admits no other): v, cast; x unread
+            expr = em.cast(self.operand(node.inputs[1], node), node.tensor_type.dtype, node.inputs[1].type.dtype)
+            self.line(f"{self.vname[node]} = {expr}")
+            self.bind(node, self.vname[node])
+            return self.vname[node]
         if OPS[node.op].kind is OpKind.REDUCTION:
             raise AssertionError(f"reduction {node.op} used before its level was reduced")
         args = [self.operand(i, node) for i in node.inputs]
