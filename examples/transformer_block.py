@@ -57,7 +57,7 @@ def example_block() -> tuple:
 
 def main() -> None:
     args = parse_args(__doc__)
-    t, d, heads = (16, 32, 4) if args.small else (512, 512, 8)
+    t, d, heads = (16, 32, 4) if args.small else (256, 256, 4)
     p = init(t, d)
     x = np.random.default_rng(1).normal(size=(t, d)).astype(np.float32)
     compiled = jitgraph.compile(block, backend=args.backend)

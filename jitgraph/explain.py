@@ -46,6 +46,13 @@ class ExplainResult:
         return [r for c in self.compiled_graphs for r in getattr(c, "regions", [])]
 
     @property
+    def backend_notes(self) -> list[str]:
+        """Each compiled graph's own ``explain()`` text (kernels, launches, host fallbacks, in-place writes) where its
+        backend has one; region drivers are left out, their regions are listed already."""
+        return [c.explain() for c in self.compiled_graphs
+                if callable(getattr(c, "explain", None)) and not getattr(c, "regions", None)]
+
+    @property
     def op_count(self) -> int:
         return sum(sum(1 for n in g.nodes if n.op not in ("input", "const")) for g in self.graphs)
 
@@ -79,6 +86,9 @@ class ExplainResult:
         if self.regions:
             lines.append("Regions (as compiled; trips=? when known only at run time):")
             lines.extend(f"  {r}" for r in self.regions)
+        for i, note in enumerate(self.backend_notes):
+            lines.append(f"Backend (compiled graph {i}):")
+            lines.extend("  " + line for line in note.splitlines())
         if self.guards:
             lines.append("Guards:")
             lines.extend(f"  {g}" for g in self.guards)

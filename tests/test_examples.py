@@ -21,8 +21,11 @@ AGREE = "compiled results agree with eager NumPy"
 
 
 @pytest.fixture(scope="session")
-def kernel_cache(pytestconfig: pytest.Config) -> str:
-    return os.environ.get("JITGRAPH_CACHE_DIR") or str(pytestconfig.cache.mkdir("jitgraph_kernels"))
+def kernel_cache(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> str:
+    if os.environ.get("JITGRAPH_CACHE_DIR"):
+        return os.environ["JITGRAPH_CACHE_DIR"]
+    cache = getattr(pytestconfig, "cache", None)  # None under -p no:cacheprovider
+    return str(cache.mkdir("jitgraph_kernels") if cache is not None else tmp_path_factory.mktemp("kernels"))
 
 
 def test_all_five_examples_are_covered():

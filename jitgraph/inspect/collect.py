@@ -152,6 +152,10 @@ def graph_rows(graph: Graph) -> list[Row]:
                         _loc(node)))
         for region in node.regions:  # control flow (loop/while/cond): the bodies, indented
             rows.extend(_body_rows(region, {}, names, "", depth=1))
+    rows.append(Row("", "return", ", ".join(names.get(o, "?") for o in graph.outputs), "", "", ""))
+    for index, value in graph.mutations:  # in-place updates of the caller's arrays
+        target = graph.input_names[index] if index < len(graph.input_names) else f"input {index}"
+        rows.append(Row("", "mutate", f"{target} <- {names.get(value, '?')}", str(value.type), "", ""))
     return rows
 
 
@@ -326,5 +330,7 @@ def counts(result: Any) -> dict[str, int]:
     compiled = result.compiled_function
     info = compiled.cache_info() if compiled is not None else None
     fallbacks = info.fallbacks if info is not None else len(result.break_reasons)
+    interpreted = sum(1 for c in result.compiled_graphs if getattr(c, "fallback_reason", None))
     return {"graphs": result.graph_count, "breaks": len(result.break_reasons),
-            "recompiles": len(result.recompile_reasons), "fallbacks": fallbacks, "ops": result.op_count}
+            "recompiles": len(result.recompile_reasons), "fallbacks": fallbacks, "ops": result.op_count,
+            "interpreted": interpreted}

@@ -37,6 +37,8 @@ def summary(result: Any) -> RenderableType:
              ("recompiles", c["recompiles"], "yellow" if c["recompiles"] else "green"),
              ("fallbacks", c["fallbacks"], "red" if c["fallbacks"] else "green"),
              ("ops", c["ops"], "cyan")]
+    if c["interpreted"]:  # graphs the backend could not compile: they run in the reference interpreter
+        parts.insert(4, ("graphs interpreted", c["interpreted"], "red"))
     for k, (label, value, style) in enumerate(parts):
         if k:
             text.append("   ")

@@ -20,10 +20,10 @@ opcodes that split, fuse or change meaning) — the handlers do not change. What
   ``END_FOR`` is dropped (an exhausted ``FOR_ITER`` jumps past it); ``CALL_INTRINSIC_1`` becomes
   ``UNARY_POSITIVE``/``LIST_TO_TUPLE``; inlined comprehensions bring ``LOAD_FAST_AND_CLEAR`` (a handler of its
   own) and a cleanup entry in the exception table, which is not a ``try`` (only entries whose handler starts with
-  ``PUSH_EXC_INFO`` are).
+  ``PUSH_EXC_INFO`` are); ``YIELD_VALUE``'s new bookkeeping arg is dropped.
 * 3.13: ``LOAD_FAST_LOAD_FAST`` / ``STORE_FAST_LOAD_FAST`` / ``STORE_FAST_STORE_FAST`` split in two; ``TO_BOOL``
   is dropped; ``CALL_KW`` becomes ``CALL`` with the names constant loaded before it; ``SET_FUNCTION_ATTRIBUTE``
-  folds into ``MAKE_FUNCTION``'s flags; ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``, with the
+  folds into ``MAKE_FUNCTION``'s flags (0 when there is none); ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``, with the
   ``CONVERT_VALUE`` (``!r``/``!s``/``!a``) before them folded in unless the spec is computed;
   ``LOAD_GLOBAL`` pushes its NULL *after* the global; ``LOAD_FAST`` of a cell (building a closure) is
   ``LOAD_CLOSURE``; ``END_FOR; POP_TOP`` are skipped by an exhausted ``FOR_ITER``.
@@ -178,11 +178,21 @@ def _load_fast_313(ins: dis.Instruction, st: _State) -> list[_Out]:
     return [_fast(st, "LOAD_FAST", ins.arg, ins.argval)]
 
 
+def _make_function_313(ins: dis.Instruction, st: _State) -> list[_Out]:
+    """3.13: no flags in the instruction; the SET_FUNCTION_ATTRIBUTEs after it add them."""
+    return [("MAKE_FUNCTION", 0, None)]
+
+
+def _yield_value(ins: dis.Instruction, st: _State) -> list[_Out]:
+    """3.12+: the arg is interpreter bookkeeping (exception depth, 3.13's yield-from bit); 3.11 had none."""
+    return [("YIELD_VALUE", None, None)]
+
+
 def _set_function_attribute(ins: dis.Instruction, st: _State) -> list[_Out]:
     """3.13: fold into the MAKE_FUNCTION before it; the stack holds the same values as 3.11's flagged form."""
     last = st.out[-1]
     assert last[0] == "MAKE_FUNCTION", last
-    last[1] = (last[1] or 0) | ins.arg
+    last[1] |= ins.arg
     return []
 
 
@@ -217,13 +227,14 @@ _DROP_311 = frozenset({"CACHE", "PRECALL", "RESUME", "NOP", "EXTENDED_ARG", "MAK
 _REWRITE_311 = {"BINARY_OP": _binary_op, "KW_NAMES": _kw_names, "CALL": _call, "LOAD_GLOBAL": _global_null_before}
 _RENAMES_312 = {**_RENAMES_311, "LOAD_FAST_CHECK": "LOAD_FAST"}
 _REWRITE_312 = {**_REWRITE_311, "LOAD_ATTR": _load_attr_method_bit, "RETURN_CONST": _return_const,
-                "BINARY_SLICE": _binary_slice, "STORE_SLICE": _store_slice, "CALL_INTRINSIC_1": _intrinsic}
+                "BINARY_SLICE": _binary_slice, "STORE_SLICE": _store_slice, "CALL_INTRINSIC_1": _intrinsic,
+                "YIELD_VALUE": _yield_value}
 _REWRITE_313 = {**_REWRITE_312, "LOAD_GLOBAL": _global_null_after, "CALL_KW": _call_kw, "END_FOR": _end_for_313,
                 "LOAD_FAST_LOAD_FAST": _pair("LOAD_FAST", "LOAD_FAST"),
                 "STORE_FAST_LOAD_FAST": _pair("STORE_FAST", "LOAD_FAST"),
                 "STORE_FAST_STORE_FAST": _pair("STORE_FAST", "STORE_FAST"), "LOAD_FAST": _load_fast_313,
-                "SET_FUNCTION_ATTRIBUTE": _set_function_attribute, "FORMAT_SIMPLE": _format_simple,
-                "FORMAT_WITH_SPEC": _format_with_spec}
+                "MAKE_FUNCTION": _make_function_313, "SET_FUNCTION_ATTRIBUTE": _set_function_attribute,
+                "FORMAT_SIMPLE": _format_simple, "FORMAT_WITH_SPEC": _format_with_spec}
 
 
 @dataclass(frozen=True)

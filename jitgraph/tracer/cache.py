@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.errors import GraphBreakError
+from jitgraph.backends.cuda import is_device_array
+from jitgraph.errors import BackendError, GraphBreakError
 from jitgraph.ir.graph import Graph
 from jitgraph.ir.types import python_type
 from jitgraph.tracer.context import GraphBreak
@@ -75,6 +76,7 @@ class Entry:
     leaf_names: list[str] = field(default_factory=list)
     n_arrays: int = 0
     pass_report: Any = None
+    device: bool = False  # some leaf is a GPU array: no eager fallback (NumPy cannot run on device memory)
 
     @property
     def guard_texts(self) -> list[str]:
@@ -162,6 +164,8 @@ class CompiledFunction:
     def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any]) -> Any:
         self._info.misses += 1
         if self._disabled:
+            self._refuse_eager_on_device(leaves, "it hit its recompile limit and now runs eagerly", None,
+                                         "raise cache_limit=, or keep the guards that changed stable")
             self._info.fallbacks += 1
             return self._fn(*args, **kwargs)
         names = parameter_names(self._fn, len(args))
@@ -175,6 +179,8 @@ class CompiledFunction:
                     "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
                     "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
                     "that does not change.", self.name, self.cache_limit, worst)
+                self._refuse_eager_on_device(leaves, f"it hit its recompile limit ({worst})", None,
+                                             "raise cache_limit=, or keep the guards that changed stable")
                 self._info.fallbacks += 1
                 return self._fn(*args, **kwargs)
             self._info.recompiles += 1
@@ -241,11 +247,14 @@ class CompiledFunction:
                                  0, result.seconds)
             extra = []
         alias = alias_pattern(leaves + extra)
+        device = [i for i, v in enumerate(leaves + extra) if type(v) is not np.ndarray and is_device_array(v)]
+        if device:
+            self._check_device_backend(device, result.extra.get("leaf_names", []))
         if not result.guards.guards and not result.guards.extra_inputs:
             check = None  # nothing beyond the key to check: the dispatch loop skips the call
         entry = Entry(key, check, alias, "eager", result.guards, guard_texts(facts), facts,
                       leaf_names=result.extra.get("leaf_names", []),
-                      n_arrays=sum(type(v) is np.ndarray for v in leaves + extra))
+                      n_arrays=sum(type(v) is np.ndarray for v in leaves + extra) + len(device), device=bool(device))
         entry.times["trace"] = result.seconds
         brk = result.breaks
         if brk is None and alias and any(kind == "overlap" for kind, _, _ in alias):
@@ -254,6 +263,10 @@ class CompiledFunction:
         if brk is not None:
             entry.break_reason = BreakReason(brk.reason, brk.filename, brk.lineno)
             log_breaks.info("jitgraph: graph break in %s at %s", self.name, entry.break_reason)
+            if device:
+                self._refuse_eager_on_device(leaves + extra, f"graph break: {brk.reason}", brk,
+                                             "rewrite this line so the whole function is captured, or call it with "
+                                             "host NumPy arrays (.copy_to_host()) to run it eagerly")
             if self.fullgraph:
                 self._raise_fullgraph(brk, args, kwargs)
             return entry
@@ -262,6 +275,30 @@ class CompiledFunction:
         log_perf.debug("jitgraph: compiled %s in %s", self.name,
                        ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in entry.times.items()))
         return entry
+
+    def _check_device_backend(self, device: list[int], names: list[str]) -> None:
+        """Device arrays compile only with backend="cuda": the other backends compute on the host with NumPy."""
+        backend = resolve_backend(self.backend)
+        if backend == "cuda":
+            return
+        which = ", ".join(names[i] if i < len(names) else f"leaf {i}" for i in device)
+        default = " (the default)" if self.backend is None else ""
+        raise BackendError(f"{self.name} got GPU device arrays ({which}), but backend={backend!r}{default} computes "
+                           "on the host with NumPy, which cannot read device memory",
+                           hint="compile with @jitgraph.compile(backend='cuda') to keep the data on the GPU, or copy "
+                                "the arrays to the host first (.copy_to_host())")
+
+    def _refuse_eager_on_device(self, leaves: list[Any], why: str, brk: GraphBreak | None, hint: str) -> None:
+        """Where a host call would run eagerly, a call with device arrays raises: NumPy cannot run on them, and a
+        silent copy to the host and back would hide the transfers the user chose to avoid."""
+        if not any(type(v) is not np.ndarray and is_device_array(v) for v in leaves):
+            return
+        if brk is not None and brk.user_error is not None:
+            raise brk.user_error  # what NumPy would raise on host copies of the arguments
+        line = BreakReason(brk.reason, brk.filename, brk.lineno).source_line if brk is not None else ""
+        raise GraphBreakError(f"{self.name} cannot run eagerly on GPU device arrays: {why}"
+                              + (f"\n    {line}" if line else ""),
+                              filename=brk.filename if brk else None, lineno=brk.lineno if brk else None, hint=hint)
 
     def _raise_fullgraph(self, brk: GraphBreak, args: tuple, kwargs: dict[str, Any]) -> None:
         if brk.user_error is not None:
@@ -290,8 +327,12 @@ class CompiledFunction:
             compiled = get_backend(backend)(optimised, self.options)
             entry.times["backend"] = time.perf_counter() - start
         except Exception as exc:
-            if strict() and backend == "eager":
-                raise
+            if isinstance(exc, BackendError) or (strict() and backend == "eager"):
+                raise  # no GPU, no numba-cuda, ...: a configuration problem the user must see, not a graph break
+            if entry.device:
+                raise BackendError(f"{backend} backend failed on {self.name} ({type(exc).__name__}: {exc}); with "
+                                   "device arrays there is no eager fallback",
+                                   hint="call it with host NumPy arrays to run eagerly") from exc
             log.warning("jitgraph: %s backend failed on %s (%s: %s); running eagerly",
                         backend, self.name, type(exc).__name__, exc)
             entry.break_reason = BreakReason(f"{backend} backend failed: {exc}", None, None)
@@ -375,8 +416,9 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
     tag = spec[0]
     if tag == "out":
         k, kind = spec[1], spec[2]
-        if kind == "array":
-            return lambda o, leaves, a, kw: o[k] if type(o[k]) is np.ndarray else np.asarray(o[k])
+        if kind == "array":  # device results (backend="cuda") come back as they are
+            return lambda o, leaves, a, kw: o[k] if type(o[k]) is np.ndarray or is_device_array(o[k]) \
+                else np.asarray(o[k])
         if kind == "scalar":
             return lambda o, leaves, a, kw: o[k][()] if type(o[k]) is np.ndarray else o[k]
         return lambda o, leaves, a, kw: _python_scalar(o[k])
@@ -391,6 +433,8 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
 
         def view(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> Any:
             value = leaves[i]
+            if type(value) is not np.ndarray and is_device_array(value):
+                return _device_view(value, path)
             for impl, attrs in steps:
                 value = impl(value, **attrs)
             return value
@@ -413,7 +457,30 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
     raise ValueError(f"bad output spec {spec!r}")
 
 
+def _device_view(value: Any, path: Any) -> Any:
+    """A returned view of a device argument (``x.T``, ``x[1:]``), made on the device as NumPy makes it on the host."""
+    for step in path:
+        attrs = step.kwargs
+        try:
+            if step.op == "transpose":
+                value = value.transpose(tuple(attrs["axes"]))
+            elif step.op == "reshape":
+                value = value.reshape(tuple(attrs["shape"]))
+            elif step.op == "getitem" and all(isinstance(e, int | slice) for e in attrs["spec"]):
+                value = value[tuple(attrs["spec"])]
+            else:
+                raise NotImplementedError(step.op)
+        except Exception as exc:
+            raise BackendError(f"cannot return this {step.op} view of a device array argument ({exc})",
+                               hint="return a copy (.copy()) or a computed value instead of a view") from exc
+    return value
+
+
 def _python_scalar(value: Any) -> Any:
+    if type(value) is not np.ndarray and is_device_array(value):
+        from jitgraph.backends.cuda import runtime
+
+        value = np.asarray(runtime.to_host(value))
     if isinstance(value, np.ndarray | np.generic):
         return python_type(value.dtype)(value.item() if isinstance(value, np.ndarray) else value)
     return value

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from jitgraph.backends.cuda import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
@@ -185,10 +186,14 @@ class TraceContext:
 
     # ---- leaves (arguments) ---------------------------------------------------------------------------------
     def new_input(self, value: Any, name: str) -> TArray:
-        if isinstance(value, np.ndarray | np.generic) and value.dtype not in SUPPORTED_DTYPES:
-            self.graph_break(f"{name} has dtype {value.dtype}, which jitgraph does not compile (supported: bool, "
+        device = type(value) is not np.ndarray and is_device_array(value)  # a GPU array (backend="cuda")
+        dtype = device_type_of(value).dtype if device else getattr(value, "dtype", None)
+        if (device or isinstance(value, np.ndarray | np.generic)) and dtype not in SUPPORTED_DTYPES:
+            self.graph_break(f"{name} has dtype {dtype}, which jitgraph does not compile (supported: bool, "
                              "integers, floats, complex)")
-        if isinstance(value, np.ndarray):
+        if device:
+            t, kind = device_type_of(value), "array"
+        elif isinstance(value, np.ndarray):
             t, kind = type_of(value), "array"
         elif isinstance(value, np.generic):
             t, kind = TensorType((), value.dtype), "scalar"
@@ -196,7 +201,7 @@ class TraceContext:
             t, kind = type_of(value), "py"
         node = self.builder.input(t, name)
         index = len(self.builder.inputs) - 1
-        if isinstance(value, np.ndarray):
+        if device or isinstance(value, np.ndarray):
             previous = self._by_id.get(id(value))
             if previous is not None:
                 return previous  # the same array reached twice: one storage, as in NumPy
@@ -221,6 +226,8 @@ class TraceContext:
         if t is dict:
             result = {k: self.wrap_arg(v, source.item(k)) for k, v in value.items()}
             return self._mark_external(value, result, source)
+        if is_device_array(value) and not isinstance(value, type):  # a leaf of the key (keys.flatten), in order
+            return self.new_input(value, source.name)
         if isinstance(value, np.ndarray):
             self.graph_break(f"array subclass {t.__name__} as an argument")
         if t in _SPECIALISED:
@@ -263,6 +270,10 @@ class TraceContext:
         if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
             g.equal(source, value)
             return value
+        if is_device_array(value) and not isinstance(value, type):
+            g.device_array(source, value)
+            g.extra_input(source)
+            return self.new_input(value, source.name)
         if isinstance(value, np.ndarray):
             self.graph_break(f"{source.name} is an ndarray subclass ({t.__name__}), which is not traced")
         if t is tuple or t is list or t is dict:

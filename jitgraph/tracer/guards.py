@@ -87,6 +87,18 @@ class GuardSet:
                  f"{source.name}: ndarray, shape == {value.shape}, dtype == {value.dtype}, "
                  f"layout {layout_of(value)}")
 
+    def device_array(self, source: Source, value: Any) -> None:
+        """A GPU array read from a global or attribute: its type, shape, dtype and strides, and that it is on the
+        device (a host array there later fails the type check, so host and device compile apart)."""
+        from jitgraph.backends.cuda import device_array_facts
+
+        facts = device_array_facts(value)
+        assert facts is not None
+        s = source.code
+        self.add(f"type({s}) is {self.const(type(value))} and {self.const(device_array_facts)}({s}) == "
+                 f"{self.const(facts)}",
+                 f"{source.name}: device array ({type(value).__qualname__}), shape == {facts[0]}, dtype == {facts[1]}")
+
     def structure(self, source: Source, value: Any) -> None:
         if isinstance(value, dict):
             self.add(f"type({source.code}) is dict and tuple({source.code}) == {self.const(tuple(value))}",

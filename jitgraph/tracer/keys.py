@@ -8,11 +8,13 @@ slow path only.
 
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any
 
 import numpy as np
 
+from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
 from jitgraph.ir.types import layout_of
 
 _ndarray = np.ndarray
@@ -44,6 +46,9 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
         leaves.append(value)
     elif isinstance(value, _IDENTITY_TYPES):
         parts.append((t, id(value)))
+    elif is_device_array(value):  # a GPU array: a leaf keyed apart from host arrays of the same shape
+        parts.append(("device", t, device_array_facts(value)))
+        leaves.append(value)
     else:
         parts.append(t)
 
@@ -70,29 +75,63 @@ def make_key(args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> tuple:
 
 def alias_pattern(leaves: list[Any]) -> tuple | None:
     """None when no two array leaves can share memory (the common case, decided by their owners' ids);
-    otherwise the exact pattern: which leaves are the same array and which merely overlap."""
+    otherwise the exact pattern: which leaves are the same array and which merely overlap. Device arrays (the
+    only leaves that are neither arrays, floats nor NumPy scalars) are compared by their byte ranges."""
     seen: set[int] = set()
     add = seen.add
+    device: list[Any] = []
     for a in leaves:
-        if type(a) is _ndarray:
+        t = type(a)
+        if t is _ndarray:
             base = a.base
             owner = id(a) if base is None else id(base)
             if owner in seen:
                 return _exact_pattern(leaves)
             add(owner)
+        elif t is not float and not isinstance(a, _generic):
+            device.append(a)
+    if len(device) > 1 and _device_ranges_overlap(device):
+        return _exact_pattern(leaves)
     return None
 
 
+def _device_ranges_overlap(arrays: list[Any]) -> bool:
+    """Whether any two device arrays' byte ranges may overlap: one sort instead of comparing every pair."""
+    from jitgraph.backends.cuda import runtime
+
+    spans = []
+    for a in arrays:
+        host = runtime.host_array_of(a)  # the simulator's arrays are NumPy arrays underneath
+        span = np.lib.array_utils.byte_bounds(host) if host is not None else runtime._byte_range(a)
+        if span is None:
+            return True  # no address to compare: let the exact check decide
+        if span[0] < span[1]:
+            spans.append(span)
+    spans.sort()
+    return any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+
+
 def _exact_pattern(leaves: list[Any]) -> tuple | None:
-    arrays = [(i, a) for i, a in enumerate(leaves) if type(a) is _ndarray]
+    arrays = [(i, a) for i, a in enumerate(leaves) if type(a) is _ndarray or is_device_array(a)]
     pattern = []
     for n, (i, a) in enumerate(arrays):
         for j, b in arrays[n + 1:]:
             if a is b:
                 pattern.append(("same", i, j))
-            elif np.may_share_memory(a, b):
+            elif _may_share_memory(a, b):
                 pattern.append(("overlap", i, j))
     return tuple(pattern) or None
+
+
+def _may_share_memory(a: Any, b: Any) -> bool:
+    host_a, host_b = type(a) is _ndarray, type(b) is _ndarray
+    if host_a and host_b:
+        return bool(np.may_share_memory(a, b))
+    if host_a or host_b:
+        return False  # host and device memory are apart
+    from jitgraph.backends.cuda import runtime
+
+    return runtime.may_share_memory(a, b)
 
 
 def describe(args: tuple, kwargs: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -111,6 +150,13 @@ def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
         facts[f"{name}.dtype"] = str(value.dtype)
         facts[f"{name}.layout"] = layout_of(value)
         facts[f"{name}.strides"] = value.strides
+    elif is_device_array(value):
+        shape, dtype, strides = device_array_facts(value)
+        facts[f"{name}.device"] = "cuda"
+        facts[f"{name}.shape"] = shape
+        facts[f"{name}.dtype"] = str(dtype)
+        facts[f"{name}.layout"] = device_type_of(value).layout
+        facts[f"{name}.strides"] = strides
     elif t in (int, bool, str, complex, bytes) or value is None:
         facts[name] = value
     elif t is tuple or t is list:

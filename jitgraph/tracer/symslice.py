@@ -252,16 +252,16 @@ def _shift(b: GraphBuilder, position: tuple[Node, Node, Node], start: Node, leng
 
 
 def _nest(b: GraphBuilder, ranges: list[tuple[Node, Node, Node]], init: list[Node], body: Any,
-          idx: tuple[tuple[Node, Node, Node], ...] = ()) -> list[Node]:
+          idx: tuple[tuple[Node, Node, Node], ...] = (), **attrs: Any) -> list[Node]:
     """``for r0 in range(start0, stop0): for r1 ...`` carrying ``init``; ``body(rb, positions, *carried)``."""
     if not ranges:
         return list(body(b, list(idx), *init))
     start, stop, length = ranges[0]
 
     def level(rb: GraphBuilder, k: Node, *carried: Node) -> list[Node]:
-        return _nest(rb, ranges[1:], list(carried), body, idx + ((k, start, length),))
+        return _nest(rb, ranges[1:], list(carried), body, idx + ((k, start, length),), **attrs)
 
-    return build_loop(b, start, stop, 1, init, level)
+    return build_loop(b, start, stop, 1, init, level, **attrs)
 
 
 def _loop_ranges(e: Any) -> list[tuple[Node, Node, Node]]:
@@ -287,7 +287,8 @@ def reduce_sum(b: GraphBuilder, e: Any, dtype: np.dtype | None = None) -> Node:
         value = rb.op("add", acc, _element(rb, e, idx, None, None))
         return [value if value.tensor_type.dtype == acc_type else rb.op("astype", value, dtype=acc_type)]
 
-    (total,) = _nest(b, ranges, [acc0], body)
+    # np.dot leaves the summation order unspecified (BLAS blocks it), so the backend may keep partial sums.
+    (total,) = _nest(b, ranges, [acc0], body, **({"reassociate": True} if strict else {}))
     return total
 
 

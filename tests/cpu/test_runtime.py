@@ -124,7 +124,7 @@ def test_driver_and_kernel_sources_are_readable_and_in_linecache():
     assert compiled.driver_source.startswith("def driver(args):")
     kernel = next(iter(compiled.kernels.values()))
     assert "def fused_max_subtract_exp_sum_0(" in kernel.source
-    assert "# level-1 sweep: max" in kernel.source and "prange" in kernel.source
+    assert "# level-1 sweep: max" in kernel.source and "for i0 in range(lo, hi):" in kernel.source
     fn = next(iter(kernel.launches.values())).kernel.py_func
     lines = linecache.getlines(fn.__code__.co_filename)
     assert any("def fused_max_subtract_exp_sum_0" in line for line in lines)
@@ -163,3 +163,17 @@ def test_no_inplace_write_when_the_kernel_reads_a_view_of_the_target():
     compiled = cpu_compile(graph)
     assert not compiled.inplace
     check_against_eager(graph, [np.arange(36.0).reshape(6, 6)])
+
+
+def test_large_launches_split_the_outer_loop_across_threads(monkeypatch):
+    from jitgraph.backends.cpu import threads
+
+    monkeypatch.setattr(threads, "PARALLEL_WORK", 1)
+    monkeypatch.setenv("JITGRAPH_NUM_THREADS", "3")
+    graph = graphs.softmax((64, 128))
+    compiled = cpu_compile(graph)
+    rng = np.random.default_rng(7)
+    check_against_eager(graph, [rng.standard_normal((64, 128)).astype(np.float32)], compiled)
+    check_against_eager(graph, [rng.standard_normal((64, 128)).astype(np.float32)], compiled)
+    (launch,) = next(iter(compiled.kernels.values())).launches.values()
+    assert launch.source.count("POOL.submit(KERNEL") == 2 and "KERNEL(0, 21," in launch.source

@@ -18,7 +18,7 @@ from rich.console import Console
 
 import jitgraph
 from jitgraph.inspect import explain_compiled, phase_times, render, to_html
-from jitgraph.inspect.collect import graph_views
+from jitgraph.inspect.collect import compact_guards, graph_views
 from jitgraph.inspect.hints import DEFAULT_HINT, hint_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -89,9 +89,9 @@ def test_plain_text_of_a_recompile(recompiled):
 def test_rich_view_marks_the_break_line_with_reason_and_hint(break_result):
     text = rich_text(break_result)
     lines = text.splitlines()
-    (marked,) = [line for line in lines if "✗" in line and "if h.sum() > 0" in line]
+    (marked,) = [line for line in lines if "✗" in line and "print(\"sum of h:\", h.sum())" in line]
     assert "12" in marked  # the break's line number, in the gutter
-    assert "graph break: branch on a value computed from array data" in text
+    assert "graph break: print() is a side effect" in text
     assert hint_for(break_result.break_reasons[0].reason).split(":")[0] in text
     assert "1 breaks" in text and "0 graphs" in text and "1 fallbacks" in text
 
@@ -162,3 +162,10 @@ def test_source_view_survives_functions_without_source():
     result = jitgraph.explain(namespace["f"], backend="eager")(np.ones(3))
     text = rich_text(result)
     assert "graph 0" in text and "exp" in text and "source:" not in text
+
+
+def test_array_guards_are_compacted_to_one_line_per_array():
+    texts = ["type(x) is ndarray", "x.shape == (4, 3)", "x.dtype == 'float32'", "x.layout == 'C'",
+             "type(lr) is float", "type(p['w']) is ndarray", "p['w'].shape == (3,)", "np is module numpy"]
+    assert compact_guards(texts) == ["x: ndarray, shape (4, 3), dtype 'float32', layout 'C'", "type(lr) is float",
+                                     "p['w']: ndarray, shape (3,)", "np is module numpy"]

@@ -21,9 +21,6 @@ _CONTROL_FLOW = ("loop", "while", "cond")
 
 
 def compile_cpu(graph: Graph, options: Mapping[str, Any]) -> CompiledGraph:
-    from jitgraph.backends.cpu import threads
-
-    threads.configure()
     if any(n.op in _CONTROL_FLOW for n in graph.nodes):
         from jitgraph.backends.cpu.scalar import compile_or_eager
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.backends.cpu import cache as kcache
+from jitgraph.backends.cpu import threads
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.threads import parallel_threshold
@@ -183,13 +184,14 @@ class GroupKernel:
         inner_dims = tuple(k for k, g in enumerate(groups) if any(a in self.raxes for a in g))
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
                tuple(arrays[v].dtype.str for v, _ in self.uses))
-        kernel_pair = self.modules.get(key)
-        if kernel_pair is None:
-            kernel_pair = self._compile(rank, inner_dims, arg_walks, out_arg_walks)
-            self.modules[key] = kernel_pair
-        total = math.prod(dom)
-        kernel = kernel_pair[1] if total >= self.threshold and (rank > len(inner_dims)) else kernel_pair[0]
-        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace)
+        kernel = self.modules.get(key)
+        if kernel is None:
+            kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks)
+            self.modules[key] = kernel
+        outer = next((k for k in range(rank) if k not in inner_dims), None)
+        n_outer = sizes[outer] if outer is not None else 1
+        chunks = threads.chunks(n_outer) if math.prod(dom) >= self.threshold else [(0, n_outer)]
+        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, chunks)
         ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -212,7 +214,7 @@ class GroupKernel:
         _kernel_log.debug("jitgraph: kernel %s (rank %d):\n%s", self.name, rank, source)
         module = kcache.load_module(self.name, source, self.use_cache)
         self.source = source
-        return getattr(module, self.name), getattr(module, self.name + "_par")
+        return getattr(module, self.name)
 
     # -- calling -------------------------------------------------------------------------------------------------
     def __call__(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...] = ()) -> list[Any]:
@@ -230,13 +232,13 @@ class GroupKernel:
             self.launches[key] = launch
             start = time.perf_counter()
             try:
-                result = launch.run(operands)
+                result = launch.run(operands, True)  # chunks one after the other while Numba compiles or loads
             except Exception:
                 # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
                 if not self.use_cache or not kcache.numba_files(launch.kernel):
                     raise
                 kcache.drop_numba_cache_of(launch.kernel)
-                result = launch.run(operands)
+                result = launch.run(operands, True)
         seconds = time.perf_counter() - start
         COMPILE_LOG.append((self.name, seconds))
         # For explain's per-phase compile times: kernel source generation vs Numba (compile or disk-cache load).
@@ -248,10 +250,14 @@ class GroupKernel:
         return result
 
     def _run_source(self, operands: Sequence[Any], sizes: tuple[int, ...], views: list, outs: list,
-                    inplace: Mapping[int, int]) -> tuple[str, dict[str, Any]]:
-        """A small straight-line Python function doing exactly this launch's preparation (no per-call logic)."""
-        ns: dict[str, Any] = {"np": np}
-        lines = ["def run(ops):"]
+                    inplace: Mapping[int, int], chunks: list[tuple[int, int]]) -> tuple[str, dict[str, Any]]:
+        """A small straight-line Python function doing exactly this launch's preparation (no per-call logic).
+
+        With several chunks, all but the first go to the thread pool and the calling thread runs the first; the
+        kernels release the GIL. ``run(ops, True)`` runs the chunks one after the other (the first call, which
+        compiles or loads the kernel, does that)."""
+        ns: dict[str, Any] = {"np": np, "POOL": threads.pool() if len(chunks) > 1 else None}
+        lines = ["def run(ops, serial=False):"]
         body_index = {n: k for k, n in enumerate(self.inputs)}
         prod_shape = None
         if self.head is not None:
@@ -302,7 +308,19 @@ class GroupKernel:
             results[o] = f"r{k}"
         if self.head is not None:
             results[self.head] = "p"
-        lines.append(f"    KERNEL({', '.join(args)})")
+        call = ", ".join(args)
+        if len(chunks) == 1:
+            lo, hi = chunks[0]
+            lines.append(f"    KERNEL({lo}, {hi}, {call})")
+        else:
+            lines.append("    if serial:")
+            lines += [f"        KERNEL({lo}, {hi}, {call})" for lo, hi in chunks]
+            lines.append("    else:")
+            lines.append("        futures = [" + ", ".join(f"POOL.submit(KERNEL, {lo}, {hi}, {call})"
+                                                    for lo, hi in chunks[1:]) + "]")
+            lines.append(f"        KERNEL({chunks[0][0]}, {chunks[0][1]}, {call})")
+            lines.append("        for f in futures:")
+            lines.append("            f.result()")
         lines.append(f"    return [{', '.join(results[o] for o in self.body.outputs)}]")
         return "\n".join(lines) + "\n", ns
 

@@ -76,12 +76,20 @@ def build_special(s: FloatSpec, explog: dict) -> dict:
         scale = pow2(select(k < k_min, k_min, k))
         return fmuladd(scale, em1, one + scale)
 
+    sigmoid_clamp = -explog["exp_lo"]  # |x| beyond which 1/(1 + e**-x) is 0 or 1 after rounding
+
     @_inline
     def sigmoid(x):
         x = ft(x)
-        em1, k = exp_dd_parts(-fabs(x), zero)  # e = exp(-|x|) = (1 + em1) 2**k, exactly 0 once it underflows
-        numerator = select(x < zero, scale_pow2(em1 + one, k), one)
-        return fdiv(numerator, _one_plus(em1, k))
+        t = select(-x > sigmoid_clamp, sigmoid_clamp, -x)  # nan passes
+        t = select(t < -sigmoid_clamp, -sigmoid_clamp, t)
+        em1, k = exp_reduce(t, zero)  # e**-x = (1 + em1) 2**k
+        # x <= 0: 1 / (1 + e**-x) = 2**-k / ((1 + 2**-k) + em1), where the small result (down to the denormals)
+        # comes from the exact scaling; x > 0: 1 / (1 + 2**k + 2**k em1). One rounding in each denominator.
+        scale = pow2(select(-k < k_min, k_min, -k))
+        negative = scale_pow2(fdiv(one, (one + scale) + em1), -k)
+        positive = fdiv(one, _one_plus(em1, k))
+        return select(k > zero, negative, positive)
 
     gelu_a_hi, gelu_a_lo = s.split(-2 * _GELU_C)
     gelu_b_hi, gelu_b_lo = s.split(-2 * _GELU_C * _GELU_A)

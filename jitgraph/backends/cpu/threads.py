@@ -1,41 +1,72 @@
-"""Threading: one configuration under which Numba kernels and OpenBLAS calls never fight over the cores.
+"""Threading: how kernels use the cores without fighting OpenBLAS, and when they bother to.
 
-Measured on the 2-core development machine (``benchmarks/workloads.py`` prints the same probes):
+Kernels are plain (serial) Numba functions over a chunk ``[lo, hi)`` of their outermost loop, compiled with
+``nogil=True``. A large launch splits that loop into one chunk per core: the calling thread runs the first chunk,
+a small persistent pool of Python threads runs the others (the kernels release the GIL), and the call returns when
+all are done. Between launches the pool's threads sleep on a lock, so a BLAS call that follows has the cores to
+itself.
 
-* Numba's default OpenMP layer keeps its workers spinning after a ``prange`` kernel; a BLAS matmul issued right
-  after then competes with them (matmul alone 1.8 ms, matmul + a ReLU kernel 44 ms). ``OMP_WAIT_POLICY=passive``
-  must be set before libgomp loads, which an importing library cannot guarantee.
-* The ``workqueue`` layer's workers sleep between launches: matmul + the same kernel took 2.7 ms against 2.8 ms
-  for the matmul alone. Its price is a launch cost of 70-100 us, which is why small kernels run the serial variant.
+Why not Numba's ``prange`` (measured on the 2-core development machine):
 
-So jitgraph selects ``workqueue`` (unless the user chose a layer through ``NUMBA_THREADING_LAYER``) and a kernel
-runs its ``prange`` variant only when its estimated serial time is well above that launch cost:
-``elements * cost_per_element >= PARALLEL_WORK``, with the op-weighted cost from the kernel body. The constant
-comes from timing serial vs parallel kernels of increasing size (``python benchmarks/workloads.py --threshold``).
+* the default OpenMP layer keeps its workers spinning after a parallel kernel, and a BLAS matmul issued next then
+  competes with them: matmul alone 1.8 ms, matmul after a ReLU kernel 44 ms; ``OMP_WAIT_POLICY=passive`` must be
+  set before libgomp loads, which a library cannot guarantee;
+* the ``workqueue`` layer does not spin (matmul + kernel 2.7 ms vs 2.8 ms alone) but costs 70-100 us per launch;
+* and a ``parallel=True`` function takes about 2.5x longer to compile (layernorm kernel: 4.1 s vs 10.2 s under the
+  same load), which alone would break the 2 s cold-compile budget.
+
+The pool's launch costs about what ``workqueue``'s does, so a kernel runs chunked only when its estimated serial time
+is well above it: ``elements * cost_per_element >= PARALLEL_WORK``, the cost being op-weighted from the kernel body.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-import numba
-
-# Serial work (elements x cost units) above which the prange variant pays back its launch. Measured with a ReLU
-# kernel (3 cost units: load, compare, store) under workqueue: serial 20 us / parallel 94 us at 1e5 elements,
-# 53 / 125 us at 3e5, 5.9 / 4.2 ms at 1e7; the curves cross near 1e6 elements, i.e. 3e6 cost units.
+# Serial work (elements x cost units) above which splitting pays back the ~80 us launch. Measured with a ReLU
+# kernel (3 cost units: load, compare, store): serial 20 us / parallel 94 us at 1e5 elements, 53 / 125 us at 3e5,
+# 5.9 / 4.2 ms at 1e7; the curves cross near 1e6 elements, i.e. 3e6 cost units.
 # `python benchmarks/workloads.py --threshold` repeats the probe.
 PARALLEL_WORK = 3_000_000
 
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
 
-def configure() -> str:
-    """Pick the threading layer once, before the first parallel kernel runs; returns the layer asked for."""
-    if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
-        numba.config.THREADING_LAYER = "workqueue"
-    return str(numba.config.THREADING_LAYER)
+
+def workers() -> int:
+    """Threads a launch may use: ``JITGRAPH_NUM_THREADS``, else the CPUs this process may run on."""
+    env = os.environ.get("JITGRAPH_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(workers() - 1, 1), thread_name_prefix="jitgraph-kernel")
+        return _pool
+
+
+def chunks(n: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into one contiguous chunk per worker (fewer when ``n`` is small)."""
+    k = max(1, min(workers(), n))
+    bounds = [n * i // k for i in range(k + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(k)]
 
 
 def parallel_threshold(cost_per_element: int) -> int:
-    """Number of elements from which a kernel with this per-element cost runs in parallel."""
-    if numba.config.NUMBA_NUM_THREADS <= 1:
+    """Number of elements from which a kernel with this per-element cost runs in chunks on several threads."""
+    if workers() <= 1:
         return 1 << 62
     return max(PARALLEL_WORK // max(cost_per_element, 1), 4096)
+
+
+def configure() -> None:
+    """Kept for callers that set up threading before compiling; the pool starts lazily on first use."""

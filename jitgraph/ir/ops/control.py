@@ -91,7 +91,7 @@ def _infer_cond(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...])
 
 
 def _loop(start: int, stop: int, step: int, *operands: Any, carried: int, regions: tuple[Graph, ...],
-          run: Callable[[Graph, list[Any]], list[Any]]) -> tuple[Any, ...]:
+          run: Callable[[Graph, list[Any]], list[Any]], **hints: Any) -> tuple[Any, ...]:
     (body,) = regions
     values, invariants = list(operands[:carried]), list(operands[carried:])
     for i in range(int(start), int(stop), int(step)):
@@ -265,15 +265,18 @@ BodyFn = Callable[..., Sequence[Node]]
 
 
 def build_loop(b: GraphBuilder, start: Node | int, stop: Node | int, step: Node | int, init: Sequence[Node],
-               body: BodyFn) -> list[Node]:
-    """Record ``for i in range(start, stop, step)``; ``body(rb, i, *carried)`` returns the new carried values."""
+               body: BodyFn, **attrs: Any) -> list[Node]:
+    """Record ``for i in range(start, stop, step)``; ``body(rb, i, *carried)`` returns the new carried values.
+
+    ``attrs``: hints for backends, e.g. ``reassociate=True`` on a sum whose order the source leaves unspecified
+    (``np.dot``), which lets the code generator keep several partial sums."""
     bounds = [_as_node(b, v) for v in (start, stop, step)]
     rb = RegionBuilder(b)
     i = rb.fixed_input(INDEX_TYPE, "i")
     carried = [rb.fixed_input(v.type, f"c{k}") for k, v in enumerate(init)]
     graph = rb.finish(list(body(rb, i, *carried)))
     graph = _resignature(graph, 1 + len(init), rb.captured, rb.captured)
-    node = b.op("loop", *bounds, *init, *rb.captured, regions=(graph,), carried=len(init))
+    node = b.op("loop", *bounds, *init, *rb.captured, regions=(graph,), carried=len(init), **attrs)
     return _project(b, node)
 
 

@@ -184,4 +184,6 @@ def compile_or_eager(graph: Graph, options: Mapping[str, Any] | None = None) -> 
     try:
         return RegionDriver(graph, options)
     except UnsupportedError as exc:
+        logging.getLogger("jitgraph.breaks").info("jitgraph: the CPU backend runs a graph in the reference "
+                                                  "interpreter: %s", exc.message)
         return EagerFallback(graph, exc.message)

@@ -113,6 +113,52 @@ def _serial_twin(em: Emitter, header: int, indent: int, serial_header: str, cond
                          + [pad + line for line in loop[1:]])
 
 
+SPLIT = 4  # partial sums kept by a reassociable reduction loop
+
+
+def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node | None, indent: int) -> bool:
+    """A float sum the source leaves unordered (``reassociate=True``: np.dot) as ``SPLIT`` partial sums.
+
+    One serial accumulator is a chain of dependent adds that LLVM may not reorder, so the loop would run at one
+    add per FP latency; BLAS reorders np.dot's sum, and so may we. The remainder runs as the plain loop.
+    """
+    out = body.outputs[0] if len(body.outputs) == 1 else None
+    eligible = (node.attrs.get("reassociate") and acc is not None and out is not None and out.op == "add"
+                and acc.type.shape == () and acc.type.dtype.kind == "f" and acc in out.inputs  # type: ignore[union-attr]
+                and node.inputs[2].op == "const" and int(node.inputs[2].attrs["value"]) == 1 and not em.in_prange)
+    if not eligible:
+        return False
+    term = out.inputs[1] if out.inputs[0] is acc else out.inputs[0]  # type: ignore[union-attr]
+    derived = {acc}
+    for n in body.nodes:
+        if any(i in derived for i in n.inputs):
+            derived.add(n)
+    if term in derived or any(n.regions for n in body.nodes):
+        return False
+    from jitgraph.backends.cpu.scalar.emit import dtype_ctor
+
+    ctor = dtype_ctor(acc.type.dtype)  # type: ignore[union-attr]
+    total, ind = em.var[acc], em.vname(induction)
+    start, stop = em.var[node.inputs[0]], em.var[node.inputs[1]]
+    partial = [total] + [f"{total}_{j}" for j in range(1, SPLIT)]
+    for name in partial[1:]:
+        em.write(indent, f"{name} = {ctor}(0)")
+    em.write(indent, f"{total}_hi = {start} + max({stop} - {start}, 0) // {SPLIT} * {SPLIT}")
+    em.write(indent, f"for {ind} in range({start}, {total}_hi, {SPLIT}):  # {em.names[node]}: {SPLIT} partial "
+                     "sums (the source's sum order is unspecified)")
+    for j, name in enumerate(partial):
+        em.var[induction], em.var[acc] = (ind if j == 0 else f"({ind} + {j})"), name
+        (expr,) = em.emit_graph(body, indent + 1, set())
+        em.write(indent + 1, f"{name} = {expr}")
+    em.write(indent, f"{total} = {ctor}(({partial[0]} + {partial[1]}) + ({partial[2]} + {partial[3]}))")
+    em.var[induction], em.var[acc] = ind, total
+    em.write(indent, f"for {ind} in range({total}_hi, {stop}):")
+    (expr,) = em.emit_graph(body, indent + 1, set())
+    em.write(indent + 1, f"{total} = {expr}")
+    em.serial_reasons[node] = f"serial, {SPLIT} partial sums"
+    return True
+
+
 def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     k = node.attrs["carried"]
     (body,) = node.regions
@@ -142,6 +188,10 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
         em.nonneg.add(induction)
     if step_value is not None and int(step_value) > 0:
         bounds.note_induction(em, induction, node.inputs[1])
+    if _split_sum(em, node, body, induction, carried[0] if carried else None, indent):
+        em.results[node] = names
+        em.result_roots[node] = [(frozenset(), "owned")]
+        return
     flag, saved_flag, saved_used = None, em.prange_flag, em.flag_used
     if verdict:
         flag = f"oob{em.vname(node)[1:]}"
