@@ -24,7 +24,11 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str | None = None,
             cache_limit: int = 8, **options: Any) -> Any:
     """Compile ``fn`` on first call; later calls whose guards pass reuse the compiled graph.
 
-    ``backend``: "eager" (reference interpreter), "cpu" (default once available) or "cuda". ``fullgraph=True``
+    ``backend``: "eager" (reference interpreter), "cpu" (default once available) or "cuda". With "cuda", GPU
+    device arrays (Numba, or anything exposing ``__cuda_array_interface__``) are used in place and results come
+    back as Numba device arrays; host NumPy arguments are copied to the device and back on every call. Device
+    arguments compile separately from host ones, need ``backend="cuda"``, and never fall back to eager NumPy: what
+    would run eagerly raises a :class:`jitgraph.JitgraphError` instead. ``fullgraph=True``
     raises :class:`jitgraph.GraphBreakError` instead of falling back to eager. ``cache_limit`` is the number of
     guard sets (shapes, dtypes, flags) compiled for one function before it runs eagerly for good.
     """

@@ -264,9 +264,11 @@ class CompiledFunction:
             entry.break_reason = BreakReason(brk.reason, brk.filename, brk.lineno)
             log_breaks.info("jitgraph: graph break in %s at %s", self.name, entry.break_reason)
             if device:
+                fix = "rewrite this line so the whole function is captured" if brk.filename else \
+                    "pass device arrays that do not overlap"
                 self._refuse_eager_on_device(leaves + extra, f"graph break: {brk.reason}", brk,
-                                             "rewrite this line so the whole function is captured, or call it with "
-                                             "host NumPy arrays (.copy_to_host()) to run it eagerly")
+                                             f"{fix}, or call it with host NumPy arrays (.copy_to_host()) to run "
+                                             "it eagerly")
             if self.fullgraph:
                 self._raise_fullgraph(brk, args, kwargs)
             return entry

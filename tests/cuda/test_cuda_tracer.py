@@ -197,6 +197,24 @@ def test_the_same_device_array_twice_and_as_its_own_gradient() -> None:
     assert fn.cache_info().entries == 2 and "no two array arguments share memory" in fn.entries[1].guard_texts
 
 
+def test_views_of_one_device_array_disjoint_compile_overlapping_raise() -> None:
+    def axpy(x, y):
+        y += 2.0 * x
+
+    data = np.arange(16, dtype=np.float32)
+    want = data.copy()
+    axpy(want[:8], want[8:])
+    (d,) = dev(data)
+    fn = jitgraph.compile(axpy, backend="cuda")
+    fn(d[:8], d[8:])
+    np.testing.assert_allclose(d.copy_to_host(), want)
+    assert "no two array arguments share memory" in fn.entries[0].guard_texts
+    with pytest.raises(GraphBreakError, match="overlap") as info:
+        fn(d[:8], d[4:12])
+    assert "do not overlap" in info.value.hint
+    np.testing.assert_allclose(d.copy_to_host(), want)  # nothing was written
+
+
 # ---- errors instead of eager fallbacks ---------------------------------------------------------------------------
 def test_device_arrays_with_a_host_backend_raise_a_clear_error() -> None:
     (dx,) = dev(np.ones(8, np.float32))
@@ -227,6 +245,13 @@ def test_numpy_errors_surface_as_numpy_would_raise_them() -> None:
     da, db = dev(np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="broadcast"):
         jitgraph.compile(add, backend="cuda")(da, db)
+
+
+def test_recompile_limit_with_device_arrays_raises() -> None:
+    fn = jitgraph.compile(lambda x: x * 2, backend="cuda", cache_limit=1)
+    fn(*dev(np.ones(4, np.float32)))
+    with pytest.raises(GraphBreakError, match="recompile limit"):
+        fn(*dev(np.ones(5, np.float32)))
 
 
 def test_backend_errors_are_raised_not_run_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
