@@ -157,7 +157,24 @@ class CompiledFunction:
         if entry.mode == "eager":
             self._info.fallbacks += 1
             return self._fn(*args, **kwargs)
-        outs = entry.compiled(leaves)
+        # The first run of a new entry is where lazily built kernels compile; a backend bug found here must not
+        # reach the user. Inputs the graph mutates are snapshotted so a half-run graph can be undone before the
+        # eager rerun (side effects happen once).
+        saved = [(leaves[i], np.array(leaves[i], copy=True)) for i, _ in getattr(entry.graph, "mutations", ())
+                 if isinstance(leaves[i], np.ndarray)]
+        try:
+            outs = entry.compiled(leaves)
+        except Exception as exc:
+            if entry.device or strict():
+                raise
+            for target, before in saved:
+                np.copyto(target, before)
+            log.warning("jitgraph: the %s backend failed on the first run of %s (%s: %s); this entry now runs "
+                        "eagerly", resolve_backend(self.backend), self.name, type(exc).__name__, exc)
+            entry.mode = "eager"
+            entry.break_reason = BreakReason(f"backend failed on first run: {type(exc).__name__}: {exc}", None, None)
+            self._info.fallbacks += 1
+            return self._fn(*args, **kwargs)
         return entry.build(outs, leaves, args, kwargs)
 
     # ---- slow path ------------------------------------------------------------------------------------------
