@@ -29,7 +29,7 @@ def compiled(name: str) -> tuple[Any, tuple[Any, ...], Any]:
         args = k.make(True)
         graph = verify(k.build(*args))
         optimised, _ = run_pipeline(graph, {})
-        options = {"name": k.fn.__name__, "parallel_min_trips": 16}  # small inputs, yet exercise prange
+        options = {"name": k.fn.__name__, "parallel": True, "parallel_min_trips": 16}  # small inputs, yet prange
         driver = get_backend("cpu")(verify(optimised), options)
         assert not hasattr(driver, "fallback_reason"), driver.fallback_reason
         _compiled[name] = (graph, args, driver)

@@ -217,7 +217,7 @@ def row_sums(a, out):
 
 def test_explain_shows_regions_trip_counts_and_prange() -> None:
     a = np.random.default_rng(3).standard_normal((600, 5))
-    e = jitgraph.explain(row_sums)(a, np.zeros(600))
+    e = jitgraph.explain(jitgraph.compile(row_sums, parallel=True))(a, np.zeros(600))
     rows = [str(r) for r in e.regions]
     assert rows[0].startswith("%") and "loop trips=600 prange" in rows[0]   # independent rows: parallel
     assert "loop trips=5" in rows[1] and "prange" not in rows[1]           # a reduction: serial

@@ -124,7 +124,7 @@ def test_driver_and_kernel_sources_are_readable_and_in_linecache():
     assert compiled.driver_source.startswith("def driver(args):")
     kernel = next(iter(compiled.kernels.values()))
     assert "def fused_max_subtract_exp_sum_0(" in kernel.source
-    assert "# level-1 sweep: max" in kernel.source and "for i0 in range(lo, hi):" in kernel.source
+    assert "# level-1 sweep: max" in kernel.source and "for i0 in range(np.uint64(lo), np.uint64(hi)):" in kernel.source
     fn = next(iter(kernel.launches.values())).kernel.py_func
     lines = linecache.getlines(fn.__code__.co_filename)
     assert any("def fused_max_subtract_exp_sum_0" in line for line in lines)

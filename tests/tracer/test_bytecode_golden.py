@@ -254,6 +254,16 @@ def test_returns_const_other_branch():
     run_both(returns_const, V, False)
 
 
+def fstring_fields(x, n, w, c):
+    return x * n, f"{n!r:{w}}|{n!a:>{w}}|{(n if c else w)!r}|{'a' if c else 'b'!s:>3}"
+
+
+@pytest.mark.parametrize("c", [True, False])
+def test_fstring_conversions_with_computed_specs_and_branches(c):
+    """3.13 folds CONVERT_VALUE into the format unless the spec is computed; a branch may join at the conversion."""
+    run_both(fstring_fields, V, 3, 4, c)
+
+
 # ---- the version gate ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("version", [(3, 10), (3, 14), (4, 0)])
 def test_unsupported_version_is_refused_at_compile_time(monkeypatch, version):

@@ -4,7 +4,7 @@ The kernel for a group with reduction axes ``R`` over domain axes ``O + R`` read
 plan in :mod:`jitgraph.passes.fuse` describes::
 
     def fused_max_subtract_exp_sum_0(n0, n1, a0, o0):
-        for i0 in range(lo, hi):               # outer axes; [lo, hi) is this thread's chunk
+        for i0 in range(np.uint64(lo), np.uint64(hi)):  # outer axes; [lo, hi) is this thread's chunk
             acc3_0 = ...                       # level-1 sweep: max, 4 independent lanes
             for i1 in range(0, n1 - n1 % 4, 4): ...
             v3 = ...                           # reduction result, in a register
@@ -155,7 +155,10 @@ class _Emit:
 
     def loops(self, w: _Writer, dims: tuple[int, ...], idx: dict[int, str], chunked: bool) -> None:
         for k, d in enumerate(dims):
-            w(f"for i{d} in range(lo, hi):" if chunked and k == 0 else f"for i{d} in range(n{d}):")
+            # The chunk's loop runs in uint64: Numba adds no negative-index wraparound check to unsigned indices,
+            # which would otherwise keep LLVM from vectorising (a range from an argument is not provably >= 0).
+            w(f"for i{d} in range(np.uint64(lo), np.uint64(hi)):" if chunked and k == 0 else
+              f"for i{d} in range(n{d}):")
             w.depth += 1
             idx[d] = f"i{d}"
 

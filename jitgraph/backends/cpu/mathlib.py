@@ -80,9 +80,11 @@ __all__ = [
     "sigmoid_f32", "sigmoid_f64", "sin_f32", "sin_f64", "sqrt_f32", "sqrt_f64", "tanh_f32", "tanh_f64",
 ]
 
+# Documented (and tested) bounds: the measured maximum plus one ulp of margin for inputs no test has seen and for
+# CPUs without FMA, where some roundings differ.
 ULP_BOUNDS: dict[str, int] = {
-    "exp": 2, "expm1": 2, "log": 2, "log1p": 2, "power": 2, "sqrt": 0,
-    "tanh": 2, "sigmoid": 2, "erf": 2, "sin": 2, "cos": 2, "gelu_tanh": 2,
+    "exp": 2, "expm1": 3, "log": 2, "log1p": 2, "power": 2, "sqrt": 0,
+    "tanh": 2, "sigmoid": 3, "erf": 2, "sin": 2, "cos": 2, "gelu_tanh": 3,
 }
 
 # op name -> exported stem ("power" is exported as pow_f32 / pow_f64).

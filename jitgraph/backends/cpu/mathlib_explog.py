@@ -195,7 +195,9 @@ def build_explog(s: FloatSpec) -> dict:
         l_hi, l_lo = log_dd(select(finite_pos, a, one))
         l_hi = select(finite_pos, l_hi, select(a == zero, -inf, a))  # log 0 = -inf, log inf = inf, log nan = nan
         t_hi, t_lo = two_prod(y, l_hi)
-        t_lo = t_lo + y * l_lo
+        # An exact zero product has no error; the guard matters for pow(-1, huge) without FMA, where Dekker's
+        # splitting of a huge y overflows into nan.
+        t_lo = select(t_hi == zero, zero, t_lo + y * l_lo)
         magnitude = exp_dd(t_hi, t_lo)  # over/underflow, the zero and infinite bases all follow from exp
         # Sign and domain: an odd integral y keeps the sign of x (including -0.0 and -inf); a finite negative x with
         # a non-integral y has no real power. +-inf count as even integers, as in C99 (pow(-2, inf) = inf).
