@@ -17,7 +17,8 @@ Rules, in the order they are tried for each node (topological order):
 * a node whose operands are all outside any group joins a *sibling* group that already reads one of its operands
   (horizontal fusion), so ``x.max(1)`` and ``x.sum(1)`` make one sweep over ``x``;
 * ``matmul``/``dot`` start a ``matmul_epilogue`` group: the product comes from BLAS, and the elementwise ops and
-  reductions over it run as one kernel that writes into the product's buffer;
+  reductions over it run as one kernel that writes into the product's buffer. BLAS runs before the kernel's
+  loops, so no op upstream of the product (its operands included) may join that kernel;
 * 0-d elementwise producers (``1 - beta1``, ``lr * scale``) are copied into every kernel that reads them, so scalar
   arithmetic never costs a launch;
 * at most ``MAX_LEVELS`` reduction levels per group (layernorm needs two: mean, then variance), so no op is
@@ -197,6 +198,11 @@ def analyze(members: Iterable[Node], domain: tuple[int, ...], raxes: tuple[int, 
                 out.append(j + d - k)
             else:
                 return f"shape {list(t.shape)} does not line up with the group's domain {list(domain)}"
+        walked = [a for a in out if a is not None]
+        if len(set(walked)) != len(walked):
+            # ``a * a.mean(1)``: the (8,) mean walks domain axis 0 but broadcasts along the result's last dim, while
+            # ``a`` walks axis 0 along the first: one domain axis would stand for two result dims (a diagonal).
+            return "a broadcast operand walks a domain axis along a different dim of the result"
         amap[n], level[n] = tuple(out), lvl
         if any(a is not None and domain[a] != s for a, s in zip(out, t.shape)):
             return "sizes disagree with the group's domain"
@@ -242,6 +248,26 @@ class _Planner:
                     return True
         return False
 
+    def feeds_head(self, head: Node, members: list[Node]) -> bool:
+        """Whether a member lies upstream of the BLAS ``head``: the kernel runs BLAS first, so it could not be.
+
+        ``creates_cycle`` only sees paths that leave the group and come back; a member that is itself the product's
+        operand (``d = d / n`` merged as a sibling of ``h.T @ d``) never leaves, so it is checked here.
+        """
+        inside = set(members) - {head}
+        first = min((self.order[m] for m in inside), default=self.order[head])
+        seen: set[Node] = set()
+        stack = list(head.inputs)
+        while stack:
+            n = stack.pop()
+            if n in seen or self.order.get(n, -1) < first:
+                continue
+            if n in inside:
+                return True
+            seen.add(n)
+            stack.extend(n.inputs)
+        return False
+
     def try_join(self, node: Node | None, groups: list[_Group]) -> str | None:
         """Put ``node`` (if any) into the union of ``groups`` (merging them); the reason when that is impossible."""
         base = groups[0]
@@ -262,6 +288,8 @@ class _Planner:
         if self.creates_cycle(ids, members):
             return "fusing would create a cycle through a node computed outside the kernel"
         head = next((g.head for g in groups if g.head is not None), None)
+        if head is not None and self.feeds_head(head, members):
+            return f"it is needed before the kernel's BLAS call ({head.op} reads its operands from memory)"
         info = analyze(members, domain, raxes, head)
         if isinstance(info, str):
             return info

@@ -20,12 +20,13 @@ opcodes that split, fuse or change meaning) — the handlers do not change. What
   ``END_FOR`` is dropped (an exhausted ``FOR_ITER`` jumps past it); ``CALL_INTRINSIC_1`` becomes
   ``UNARY_POSITIVE``/``LIST_TO_TUPLE``; inlined comprehensions bring ``LOAD_FAST_AND_CLEAR`` (a handler of its
   own) and a cleanup entry in the exception table, which is not a ``try`` (only entries whose handler starts with
-  ``PUSH_EXC_INFO`` are); ``YIELD_VALUE``'s new bookkeeping arg is dropped.
+  ``PUSH_EXC_INFO`` are); ``YIELD_VALUE``'s new bookkeeping arg is dropped; a ``while`` loop's bottom test
+  ``POP_JUMP_IF_FALSE exit; JUMP_BACKWARD top`` is 3.11's ``POP_JUMP_IF_TRUE top``.
 * 3.13: ``LOAD_FAST_LOAD_FAST`` / ``STORE_FAST_LOAD_FAST`` / ``STORE_FAST_STORE_FAST`` split in two; ``TO_BOOL``
   is dropped; ``CALL_KW`` becomes ``CALL`` with the names constant loaded before it; ``SET_FUNCTION_ATTRIBUTE``
-  folds into ``MAKE_FUNCTION``'s flags (0 when there is none); ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are ``FORMAT_VALUE``, with the
-  ``CONVERT_VALUE`` (``!r``/``!s``/``!a``) before them folded in unless the spec is computed;
-  ``LOAD_GLOBAL`` pushes its NULL *after* the global; ``LOAD_FAST`` of a cell (building a closure) is
+  folds into ``MAKE_FUNCTION``'s flags (0 when there is none); ``FORMAT_SIMPLE``/``FORMAT_WITH_SPEC`` are
+  ``FORMAT_VALUE``, with the ``CONVERT_VALUE`` (``!r``/``!s``/``!a``) before them folded in unless the spec is
+  computed; ``LOAD_GLOBAL`` pushes its NULL *after* the global; ``LOAD_FAST`` of a cell (building a closure) is
   ``LOAD_CLOSURE``; ``END_FOR; POP_TOP`` are skipped by an exhausted ``FOR_ITER``.
 
 The stack convention for calls is "one NULL next to the callable": ``CALL`` takes whichever of the two slots
@@ -73,10 +74,10 @@ def check_version() -> None:
     """Refuse a CPython whose bytecode has no table here (called by ``jitgraph.compile``)."""
     if not version_supported():
         major, minor = RUNNING_VERSION
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
         raise UnsupportedPythonError(
-            f"jitgraph's tracer has no bytecode table for Python {major}.{minor}",
-            hint="supported: " + ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
-                 + "; the function runs eagerly meanwhile")
+            f"jitgraph's tracer has no bytecode table for Python {major}.{minor} (supported: {supported})",
+            hint=f"run under Python {supported} to compile; without fullgraph=True the function runs eagerly")
 
 
 def version_supported() -> bool:
@@ -237,17 +238,41 @@ _REWRITE_313 = {**_REWRITE_312, "LOAD_GLOBAL": _global_null_after, "CALL_KW": _c
                 "FORMAT_SIMPLE": _format_simple, "FORMAT_WITH_SPEC": _format_with_spec}
 
 
+_INVERSE = {"POP_JUMP_IF_FALSE": "POP_JUMP_IF_TRUE", "POP_JUMP_IF_TRUE": "POP_JUMP_IF_FALSE",
+            "POP_JUMP_IF_NONE": "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE": "POP_JUMP_IF_NONE"}
+
+
+def _fold_jump_over_jump(code: types.CodeType, raw: list[dis.Instruction]) -> list[dis.Instruction]:
+    """3.12+: ``POP_JUMP_IF_X past; JUMP_BACKWARD top; past:`` becomes ``POP_JUMP_IF_NOT_X top`` (3.11's bottom
+    test of a ``while`` loop), unless something else jumps to that ``JUMP_BACKWARD``."""
+    targets = {ins.argval for ins in raw if ins.opcode in dis.hasjabs or ins.opcode in dis.hasjrel}
+    targets |= {entry.target for entry in dis.Bytecode(code).exception_entries}
+    out: list[dis.Instruction] = []
+    i = 0
+    while i < len(raw):
+        ins = raw[i]
+        if (ins.opname in _INVERSE and i + 2 < len(raw) and raw[i + 1].opname == "JUMP_BACKWARD"
+                and ins.argval == raw[i + 2].offset and raw[i + 1].offset not in targets):
+            out.append(ins._replace(opname=_INVERSE[ins.opname], argval=raw[i + 1].argval))
+            i += 2
+            continue
+        out.append(ins)
+        i += 1
+    return out
+
+
 @dataclass(frozen=True)
 class _Table:
     renames: dict[str, str]
     drop: frozenset[str]
     rewrite: dict[str, Callable[[dis.Instruction, _State], list[_Out]]]
+    peephole: Callable[[types.CodeType, list[dis.Instruction]], list[dis.Instruction]] | None = None
 
 
 _TABLES: dict[tuple[int, int], _Table] = {
     (3, 11): _Table(_RENAMES_311, _DROP_311, _REWRITE_311),
-    (3, 12): _Table(_RENAMES_312, _DROP_311 | {"END_FOR"}, _REWRITE_312),
-    (3, 13): _Table(_RENAMES_312, _DROP_311 | {"TO_BOOL"}, _REWRITE_313),
+    (3, 12): _Table(_RENAMES_312, _DROP_311 | {"END_FOR"}, _REWRITE_312, _fold_jump_over_jump),
+    (3, 13): _Table(_RENAMES_312, _DROP_311 | {"TO_BOOL"}, _REWRITE_313, _fold_jump_over_jump),
 }
 
 _JUMPS = frozenset({"JUMP", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
@@ -267,6 +292,8 @@ def normalize(code: types.CodeType) -> Program:
 def _normalize(code: types.CodeType, table: _Table) -> Program:
     raw = list(dis.get_instructions(code))
     covered = _try_offsets(code, raw)
+    if table.peephole is not None:
+        raw = table.peephole(code, raw)
     st = _State(code, [])
     # Each raw offset maps to the index of the first normalised instruction at or after it, so a jump to a dropped
     # instruction lands on the next one that survives.

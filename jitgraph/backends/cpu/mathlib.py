@@ -1,12 +1,12 @@
 """Vectorisable math functions for generated Numba kernels: ``<fn>_f32`` / ``<fn>_f64``.
 
 Why this exists: inside an ``njit`` loop, ``math.tanh``/``np.exp`` are scalar libm calls, so LLVM cannot vectorise
-the loop. ``tanh(a*b+c)*0.5+a`` over 1e7 float32 takes ~80 ms as a prange loop with libm and ~17 ms in NumPy, but a
-few ms (memory bound) once tanh is an inlined polynomial. Every function here is ``numba.njit(inline='always')``
-and built from range reduction, a fitted polynomial and selects: no libm calls, no data-dependent branches, no
-division checks, and float32 functions compute in float32 only (full 8-lane AVX2 vectors). They vectorise with
-fastmath *off*, which the calling kernels must keep off anyway for NaN semantics and for the error-free
-transformations used inside.
+the loop. ``tanh(a*b+c)*0.5+a`` over 1e7 float32 is several times slower as a prange loop with libm than in NumPy,
+but close to the memory-bandwidth floor once tanh is an inlined polynomial (benchmarks/mathlib_bench.py). Every
+function here is ``numba.njit(inline='always')`` and built from range reduction, a fitted polynomial and selects:
+no libm calls, no data-dependent branches, no division checks, and float32 functions compute in float32 only (full
+8-lane AVX2 vectors). They vectorise with fastmath *off*, which the calling kernels must keep off anyway for NaN
+semantics and for the error-free transformations used inside.
 
 Usage from generated code::
 
@@ -25,39 +25,49 @@ expm1(-0.0) = -0.0, log(0) = -inf, log(-1) = nan, log1p(-1) = -inf, pow as C99 p
 overflow to inf, and underflow to correctly rounded denormals and exact zeros (exp(-inf) = 0, exp(-104.0) = 0 in
 float32; sigmoid and gelu_tanh keep their denormal tails). Floating-point warnings are not raised.
 
-Accuracy, max error in ulp against NumPy's result; for float32 against the float64 NumPy result rounded to
-float32, for float64 against NumPy's extended precision (long double) where NumPy's own float64 is less accurate.
-Measured on ~2.5M float32 inputs per function (random bit patterns over the whole range plus dense grids near 0,
-the overflow/underflow thresholds and denormals; exhaustive over all 2**32 inputs for the unary float32 functions),
-and ~2.5M float64 inputs. ``ULP_BOUNDS`` holds the documented bounds, which the tests enforce:
+Accuracy, max error in ulp against NumPy's result: for float32 against the float64 NumPy result rounded to float32,
+for float64 against NumPy in long double (80-bit) rounded to float64, i.e. against the correctly rounded value up to
+a tiny fraction of an ulp (erf: ``math.erf``; sqrt float64: NumPy's float64, already correctly rounded). Measured
+with the loop kernels of tests/test_mathlib.py: float32 on every 8th bit pattern of all 2**32 (537M inputs per
+function, every exponent including denormals, nan and inf) plus dense grids near 0 and the overflow/underflow
+thresholds; float64 on ~50M inputs per function (random bit patterns over the whole range plus the same kind of
+windows); pow on 60M (x, y) pairs of each format. ``ULP_BOUNDS`` is the documented bound the tests enforce: the
+measured maximum plus one ulp of margin. All stay within the 4 ulp contract, also against NumPy's own float64.
 
-=========  ========  ========  =====  ==========================================================================
-function   float32   float64   bound  notes
-=========  ========  ========  =====  ==========================================================================
-exp        1         1         2
-expm1      2         2         2      |x| < 2**-p returns x exactly
-log        1         1         2
-log1p      1         1         2
-power      1         1         2      double-word log and exp inside: the error does not grow with |y log x|
-sqrt       0         0         0      IEEE ``llvm.sqrt``, correctly rounded (vsqrtps/vsqrtpd)
-tanh       1         1         2
-sigmoid    2         2         2      1/(1+exp(-x)), computed without overflow in either tail
-erf        2         2         2      reference: ``math.erf``
-sin        1         1         2      whole range: branch-free Payne-Hanek reduction (``mathlib_trig``)
-cos        1         1         2      whole range, as sin
-gelu_tanh  2         2         2      0.5 x (1 + tanh(0.7978845608028654 (x + 0.044715 x**3))), accurate in the
-                                      negative tail too (NumPy's own formula cancels there: it returns 0 below
-                                      x ~ -5.5 in float64). gelu_tanh(-inf) = nan as that formula gives.
-=========  ========  ========  =====  ==========================================================================
+=========  =======  =======  =====  ===========================================================================
+function   float32  float64  bound  notes
+=========  =======  =======  =====  ===========================================================================
+exp        1        1        2      underflows to correctly rounded denormals, exp(-inf) = 0
+expm1      2        2        3      |x| < 2**-p returns x (keeps -0.0); 2-ulp cases are 1 in 1e7
+log        1        1        2      NumPy's own float32 log is 4 ulp off; this one is 1
+log1p      1        1        2
+power      1        1        2      double-word log and exp inside: the error does not grow with |y log x|
+sqrt       0        0        0      IEEE ``llvm.sqrt``, correctly rounded (vsqrtps/vsqrtpd)
+tanh       1        1        2
+sigmoid    2        2        3      1/(1+exp(-x)), no overflow in either tail, denormal results exact
+erf        1        1        2
+sin        1        1        2      whole range: branch-free Payne-Hanek reduction (see trade-offs)
+cos        1        1        2      whole range, as sin
+gelu_tanh  2        2        3      0.5 x (1 + tanh(0.7978845608028654 (x + 0.044715 x**3))), accurate in the
+                                    negative tail too (NumPy's own formula cancels there and returns 0 below
+                                    x ~ -5.5 in float64); gelu_tanh(-inf) = nan as that formula gives
+=========  =======  =======  =====  ===========================================================================
 
 Trade-offs worth knowing:
 
-* sin/cos: one path for every input, with a per-exponent table of 2/pi bits read by gathers. Accurate on the whole
-  range, about twice the cost of a Cody-Waite-only version (which would be wrong beyond ~1e5 in float32), and still
-  several times faster than the libm loop. See ``mathlib_trig``.
-* The error-free products use ``llvm.fma``. Where the target has no FMA (``NUMBA_CPU_NAME=generic``, old CPUs) they
-  switch to Dekker's FMA-free products at compile time, so vectorisation and accuracy are kept.
-* Compile time: each inlined call adds ~0.1-0.5 s to the kernel's compile (sin/cos ~1 s, more under ``parallel``).
+* sin/cos are correct on the whole range with one branch-free path: a Payne-Hanek reduction with a per-exponent
+  table of 2/pi bits. That is expensive: ~7 ns/element single-threaded for float32 against ~0.6 ns for a
+  Cody-Waite-only sin (which is wrong beyond ~1e5), and float32 sin/cos are slower than NumPy's own SIMD sin/cos
+  (which branch to scalar code for large arguments, something an auto-vectorised loop body cannot do). They still
+  beat the libm loop, and float64 sin/cos beat NumPy ~3x. Why there is no cheap fallback: a ``math.sin`` call in a
+  select arm, or any call on a rare branch, stops LLVM from vectorising the loop for *all* inputs, and both arms
+  of a select are always computed. A faster option for later: the code generator checks max|x| on the inputs and
+  picks a Cody-Waite variant below the limit. See ``mathlib_trig``.
+* Needs a target with SSE4.1 (``vroundps``) to vectorise ``rint``/``floor``; with ``NUMBA_CPU_NAME=generic`` they
+  become libm calls (results stay correct, vectorisation is lost). Without a hardware FMA the error-free products
+  switch to Dekker's FMA-free form at compile time (also tested, same accuracy).
+* Compile time: each inlined call adds ~0.5-1 s to the kernel's compile (sin/cos/pow ~1.5-3 s, more with
+  ``parallel=True``).
 """
 
 from __future__ import annotations
