@@ -20,7 +20,7 @@ import numpy as np
 
 from jitgraph.ir.graph import Graph, GraphBuilder, Node
 from jitgraph.ir.ops.control import build_cond, build_loop, build_while
-from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.ops.indexing import Operand, split_index
 from jitgraph.ir.types import type_of
 from jitgraph.tracer import symslice
 
@@ -96,15 +96,8 @@ def newton_sqrt(a, tol):
 
 
 def _at(b: GraphBuilder, x: Node, *idx: Node | int) -> Node:
-    ops = [i for i in idx if isinstance(i, Node)]
-    spec, k = [], 0
-    for i in idx:
-        if isinstance(i, Node):
-            spec.append(Operand(k))
-            k += 1
-        else:
-            spec.append(i)
-    return b.op("getitem", x, *ops, spec=tuple(spec))
+    ops, spec = split_index(idx, lambda i: isinstance(i, Node))
+    return b.op("getitem", x, *ops, spec=spec)
 
 
 def _put(b: GraphBuilder, x: Node, value: Node, *idx: Node) -> Node:

@@ -11,7 +11,7 @@ import numpy as np
 
 from jitgraph.backends import eager
 from jitgraph.ir.graph import Graph, GraphBuilder, Node
-from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.ops.indexing import split_index
 from jitgraph.ir.verifier import verify
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -29,27 +29,13 @@ def load_benchmarks() -> Any:
 
 
 def at(b: GraphBuilder, x: Node, *idx: Node | int | slice) -> Node:
-    ops = [i for i in idx if isinstance(i, Node)]
-    spec, k = [], 0
-    for i in idx:
-        if isinstance(i, Node):
-            spec.append(Operand(k))
-            k += 1
-        else:
-            spec.append(i)
-    return b.op("getitem", x, *ops, spec=tuple(spec))
+    ops, spec = split_index(idx, lambda i: isinstance(i, Node))
+    return b.op("getitem", x, *ops, spec=spec)
 
 
 def put(b: GraphBuilder, x: Node, value: Node, *idx: Node | int | slice) -> Node:
-    ops = [i for i in idx if isinstance(i, Node)]
-    spec, k = [], 0
-    for i in idx:
-        if isinstance(i, Node):
-            spec.append(Operand(k))
-            k += 1
-        else:
-            spec.append(i)
-    return b.op("setitem", x, value, *ops, spec=tuple(spec))
+    ops, spec = split_index(idx, lambda i: isinstance(i, Node))
+    return b.op("setitem", x, value, *ops, spec=spec)
 
 
 def copies(args: list[Any]) -> list[Any]:

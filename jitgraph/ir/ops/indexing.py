@@ -29,6 +29,24 @@ class Operand:
         return f"#{self.k}"
 
 
+def split_index(index: tuple[Any, ...], is_operand: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    """Split an index written with graph values in it into ``(operands, spec)`` for getitem/setitem.
+
+    Entries for which ``is_operand(entry)`` holds become ``Operand(k)`` placeholders, in order; everything else
+    (ints, slices, None, ...) stays in the spec. Code that builds graphs by hand uses this so ``x[i, 2:]`` reads the
+    same whether ``i`` is a constant or a node.
+    """
+    operands: list[Any] = []
+    spec: list[Any] = []
+    for entry in index:
+        if is_operand(entry):
+            spec.append(Operand(len(operands)))
+            operands.append(entry)
+        else:
+            spec.append(entry)
+    return operands, tuple(spec)
+
+
 def _index_error(message: str) -> Exception:
     return type_error(f"index: {message}", IndexError(message))
 
