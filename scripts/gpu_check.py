@@ -145,6 +145,10 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         for _ in range(5):
             entry.compiled(dev_leaves)
         row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
+        per_kernel: dict[str, float] = {}
+        for kname, s, e in runtime.KERNEL_EVENTS:
+            per_kernel[kname] = per_kernel.get(kname, 0.0) + runtime.cuda().event_elapsed_time(s, e) / 5e3
+        row["kernels"] = per_kernel
         runtime.KERNEL_EVENTS = None
     outs = entry.compiled(dev_leaves)
     runtime.synchronize()
@@ -187,19 +191,60 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
         if "note" in row:
             print(f"    {name}: {row['note']}")
     info = runtime.device_info()
-    peak_gbps = peak or info.peak_gbps
-    print(f"\n== bandwidth (kernel time only; peak {peak_gbps or 'unknown'} GB/s"
-          f"{' from --peak-gbps' if peak else ' from memory clock x bus width'}) ==")
+    peak_gbps, source = _peak(info, peak)
+    copy_gbps = None if info.simulated else copy_bandwidth()
+    print(f"\n== bandwidth (kernel time only; peak {peak_gbps and round(peak_gbps)} GB/s from {source}; "
+          f"measured device-to-device copy {copy_gbps and round(copy_gbps)} GB/s) ==")
     if info.simulated:
         print("  (the simulator has no CUDA events: kernel times and bandwidth need a real GPU)")
+    for row in rows:
+        if row.get("kernels"):
+            parts = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in sorted(row["kernels"].items(), key=lambda kv: -kv[1]))
+            print(f"  {row['name']} kernels: {parts}")
     for row in rows:
         arrays = bound.get(row["name"])
         if not arrays or "kernel" not in row or not row["kernel"]:
             continue
         gbps = arrays * row["bytes"] / row["kernel"] / 1e9
         frac = f"{100 * gbps / peak_gbps:.0f}% of peak" if peak_gbps else "peak unknown: pass --peak-gbps"
+        if copy_gbps:
+            frac += f", {100 * gbps / copy_gbps:.0f}% of the measured copy"
         print(f"  {row['name']}: {arrays} arrays x {row['bytes'] / 1e6:.0f} MB in {row['kernel'] * 1e3:.3f} ms "
               f"= {gbps:.0f} GB/s, {frac}")
+
+
+# Datasheet DRAM bandwidth (GB/s) by device name, for drivers that no longer report the memory clock (CUDA 13).
+DATASHEET_GBPS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0,
+                  "A100-SXM4-80GB": 2039.0, "A100-SXM4-40GB": 1555.0, "A100-PCIE-40GB": 1555.0}
+
+
+def _peak(info: Any, given: float | None) -> tuple[float | None, str]:
+    if given:
+        return given, "--peak-gbps"
+    for key, gbps in DATASHEET_GBPS.items():
+        if key in info.name:
+            return gbps, f"the datasheet of {key}"
+    if info.peak_gbps:
+        return info.peak_gbps, "memory clock x bus width"
+    return None, "nowhere (pass --peak-gbps)"
+
+
+def copy_bandwidth(n_bytes: int = 1 << 30) -> float:
+    """Bytes read plus written per second by the driver's device-to-device copy: the practical ceiling."""
+    from jitgraph.backends.cuda import runtime
+
+    cuda = runtime.cuda()
+    src = cuda.device_array(n_bytes // 4, np.float32)
+    dst = cuda.device_array(n_bytes // 4, np.float32)
+    dst.copy_to_device(src)
+    cuda.synchronize()
+    start, end = cuda.event(), cuda.event()
+    start.record()
+    for _ in range(10):
+        dst.copy_to_device(src)
+    end.record()
+    end.synchronize()
+    return 2 * n_bytes * 10 / (cuda.event_elapsed_time(start, end) / 1e3) / 1e9
 
 
 def ptx_check(cc: tuple[int, int]) -> bool:
@@ -271,6 +316,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.ptx:
         return 0 if ptx_check((9, 0)) else 1
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")  # small test grids are intended
     if args.sim and "numba.cuda" not in sys.modules:
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     from jitgraph.backends.cuda import runtime

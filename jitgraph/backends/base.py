@@ -48,7 +48,7 @@ def _eager_loader() -> BackendFn:
 register_backend("eager", _eager_loader)
 
 # Registers "cuda" lazily: the package imports no numba.cuda until a graph is compiled with backend="cuda".
-import jitgraph.backends.cuda  # noqa: E402,F401
+import jitgraph.backends.cuda  # noqa: F401
 
 
 def _cpu_loader() -> BackendFn:

@@ -318,7 +318,7 @@ def _device_view(node: Node, operands: list[Any]) -> Any:
     x = operands[0]
     try:
         if node.op == "transpose":
-            return x.transpose(node.attrs.get("axes"))
+            return runtime.transpose(x, node.attrs.get("axes"))
         if node.op == "reshape":
             shape = node.tensor_type.shape
             return x.reshape(shape) if x.is_c_contiguous() else None

@@ -33,6 +33,10 @@ _HINT_NO_GPU = ("run on a machine with an NVIDIA GPU and driver, set NUMBA_ENABL
 @functools.cache
 def cuda() -> Any:
     """The ``numba.cuda`` module, imported on first use; a clear BackendError when numba-cuda is missing."""
+    if not hasattr(np, "row_stack"):
+        # numba-cuda <= 0.30 registers an overload for np.row_stack, which NumPy 2.5 removed, and so fails on its
+        # first kernel compile. The name was an alias of np.vstack; restoring the alias lets those versions work.
+        np.row_stack = np.vstack
     try:
         from numba import cuda as module
     except ImportError as exc:
@@ -43,7 +47,10 @@ def cuda() -> Any:
 
 def simulated() -> bool:
     """Whether numba.cuda runs kernels in its Python simulator (decided when numba.cuda was imported)."""
-    from numba.cuda.core import config
+    try:
+        from numba.cuda.core import config  # numba-cuda >= 0.2x keeps its own config
+    except ImportError:  # older numba-cuda (and numba's bundled cuda) read numba's config
+        from numba.core import config
 
     return bool(config.ENABLE_CUDASIM)
 
@@ -141,6 +148,24 @@ def as_numba_device(value: Any) -> Any:
     return module.as_cuda_array(value)
 
 
+def transpose(value: Any, axes: tuple[int, ...] | None) -> Any:
+    """A transposed *view* of a device array (shape and strides permuted, same memory).
+
+    Numba's ``DeviceNDArray.transpose`` copies through a transpose kernel that it compiles again on every call
+    (hundreds of milliseconds) and only handles 2-D arrays; NumPy semantics need a view anyway, so writes through
+    it reach the original.
+    """
+    x = as_numba_device(value)
+    axes = tuple(range(x.ndim))[::-1] if axes is None else tuple(axes)
+    if simulated() or x.size == 0:
+        return x.transpose(axes)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    shape = tuple(x.shape[a] for a in axes)
+    strides = tuple(x.strides[a] for a in axes)
+    return DeviceNDArray(shape, strides, x.dtype, stream=x.stream, gpu_data=x.gpu_data)
+
+
 def to_device(value: np.ndarray) -> Any:
     return cuda().to_device(np.ascontiguousarray(value))
 
@@ -164,11 +189,36 @@ def synchronize() -> None:
 KERNEL_EVENTS: list[tuple[str, Any, Any]] | None = None
 
 
+@functools.cache
+def _spin_kernel() -> Any:
+    """A one-thread kernel that keeps the GPU busy for a while (a dependent chain of multiply-adds).
+
+    Launching it before the start event means the timed kernel is already queued when the GPU reaches the event,
+    so the event pair measures the kernel alone and not the host's launch overhead (tens of microseconds in
+    Numba), which would otherwise dominate kernels that stream a few hundred megabytes.
+    """
+    module = cuda()
+
+    def spin(out: Any, n: int) -> None:
+        x = out[0]
+        for _ in range(n):
+            x = x * 0.999999 + 1e-7
+        out[0] = x
+
+    return module.jit(spin)
+
+
+_SPIN_BUFFER: list[Any] = []
+
+
 @contextlib.contextmanager
 def timed(name: str) -> Iterator[None]:
     if KERNEL_EVENTS is None or simulated():
         yield
         return
+    if not _SPIN_BUFFER:
+        _SPIN_BUFFER.append(cuda().to_device(np.ones(1, np.float32)))
+    _spin_kernel()[1, 1](_SPIN_BUFFER[0], 200_000)  # about 0.3 ms of GPU time: longer than any launch overhead
     start, end = cuda().event(), cuda().event()
     start.record()
     yield
