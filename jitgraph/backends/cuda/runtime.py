@@ -73,6 +73,9 @@ def require_cuda() -> None:
         raise BackendError(f"backend='cuda': no CUDA GPU is available{detail}{sim}", hint=_HINT_NO_GPU)
 
 
+BLOCKS_PER_SM = 32  # grid-stride kernels: blocks launched per multiprocessor at most (benchmarks/cuda_elementwise.py)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What launch configuration and the bandwidth report need to know about the device."""
@@ -91,7 +94,7 @@ class DeviceInfo:
     @property
     def max_blocks(self) -> int:
         """Grid-stride kernels launch at most this many blocks: enough to fill every SM several times over."""
-        return 4 if self.simulated else self.sm_count * 32
+        return 4 if self.simulated else self.sm_count * BLOCKS_PER_SM
 
     @property
     def split_blocks(self) -> int:
