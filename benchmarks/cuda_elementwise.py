@@ -4,7 +4,7 @@
 
 For W1, W4 and W6 of ``benchmarks/workloads.py`` (device-resident arguments) it prints the kernel time (CUDA
 events, launch overhead excluded as in ``scripts/gpu_check.py``) and the bandwidth reached for each setting of
-``codegen.UNROLL`` and ``runtime.BLOCKS_PER_SM``, beside the driver's device-to-device copy of the same number of
+``codegen.UNROLL`` (``auto``: ``codegen.unroll_for``) and ``runtime.BLOCKS_PER_SM``, beside the driver's device-to-device copy of the same number of
 bytes: the fraction of that copy is the honest ceiling at this size, where launch and ramp-up are not amortised.
 """
 
@@ -48,15 +48,13 @@ def copy_ms(n_bytes: int, reps: int = 20) -> float:
     src = cuda.device_array(n_bytes // 4, np.float32)
     dst = cuda.device_array(n_bytes // 4, np.float32)
     dst.copy_to_device(src)
-    times = []
-    for _ in range(reps):
-        start, end = cuda.event(), cuda.event()
-        start.record()
-        dst.copy_to_device(src)
-        end.record()
-        end.synchronize()
-        times.append(cuda.event_elapsed_time(start, end))
-    return float(np.median(times))
+    runtime.KERNEL_EVENTS = []
+    with runtime.timed("copy"):  # back to back after the spin kernel: no host overhead between copies
+        for _ in range(reps):
+            dst.copy_to_device(src)
+    ms = runtime.kernel_seconds(runtime.KERNEL_EVENTS) * 1e3 / reps
+    runtime.KERNEL_EVENTS = None
+    return ms
 
 
 def main() -> int:
@@ -76,11 +74,11 @@ def main() -> int:
             print(f"\n{name} x{scale:g} ({inputs[0].size:.0e} elements, {n_bytes / 1e6:.0f} MB moved): "
                   f"same-size copy {copy:.4f} ms = {n_bytes / copy / 1e6:.0f} GB/s")
             print(f"  {'unroll':>6} {'blocks/SM':>9} {'kernel ms':>10} {'GB/s':>7} {'of copy':>8}")
-            for unroll in (1, 2, 4, 8):
+            for unroll in (None, 1, 2, 4, 8):
                 for per_sm in (4, 8, 16, 32):
                     codegen.UNROLL, runtime.BLOCKS_PER_SM = unroll, per_sm
                     ms = kernel_ms(fn, inputs)
-                    print(f"  {unroll:>6} {per_sm:>9} {ms:>10.4f} {n_bytes / ms / 1e6:>7.0f} {copy / ms:>8.0%}")
+                    print(f"  {unroll or 'auto':>6} {per_sm:>9} {ms:>10.4f} {n_bytes / ms / 1e6:>7.0f} {copy / ms:>8.0%}")
     print(f"\nfinished in {time.perf_counter() - start:.0f} s")
     return 0
 

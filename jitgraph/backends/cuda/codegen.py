@@ -62,12 +62,23 @@ def _scalar_preamble(w: Writer, body: Graph) -> None:
             w.value(n)
 
 
-UNROLL = 4  # elements per thread per trip of the elementwise grid-stride loop
+UNROLL: int | None = None  # elements per thread per trip of the elementwise loop; None: ``unroll_for`` decides
+# Measured on an H200 (benchmarks/cuda_elementwise.py): one array read per element wants 8 elements per trip to keep
+# enough loads in flight, three want 2, and four or more are slower unrolled (register pressure lowers occupancy).
+UNROLL_BY_LOADS = {0: 8, 1: 8, 2: 4, 3: 2}
+
+
+def unroll_for(leaves: list[Node]) -> int:
+    """Elements per thread per trip for an elementwise kernel over ``leaves`` (the arrays it reads)."""
+    if UNROLL is not None:
+        return UNROLL
+    loads = sum(1 for n in leaves if n.tensor_type.shape != ())
+    return UNROLL_BY_LOADS.get(loads, 1)
 
 
 def elementwise(name: str, body: Graph, info: GroupInfo, leaves: list[Node], outs: list[Node],
                 scalar_arrays: frozenset[int]) -> KernelSource:
-    """A grid-stride loop that handles ``UNROLL`` elements per trip: all their loads and arithmetic first, then all
+    """A grid-stride loop that handles ``unroll_for(leaves)`` elements per trip: all their loads and arithmetic first, then all
     their stores.
 
     One element per trip leaves too few bytes in flight to cover DRAM latency when a group reads one or two arrays
@@ -78,6 +89,7 @@ def elementwise(name: str, body: Graph, info: GroupInfo, leaves: list[Node], out
     work lives in two device functions, ``<name>_point`` (values) and ``<name>_store``, which NVVM inlines.
     """
     outputs = _outputs(outs)
+    unroll = unroll_for(leaves)
     sizes = Writer(body, info, leaves, scalar_arrays).size_params()
     axes = list(range(len(info.domain)))
 
@@ -99,11 +111,11 @@ def elementwise(name: str, body: Graph, info: GroupInfo, leaves: list[Node], out
     out_args = ", ".join([p for p, _ in outputs] + sizes)
     w.line(f"total_ = {w.product(axes)}")
     w.line("step_ = cuda.gridsize(1)")
-    w.open(f"for base_ in range(cuda.grid(1), total_, {UNROLL} * step_):")
-    w.open(f"if base_ + {UNROLL - 1} * step_ < total_:")
-    for u in range(UNROLL):
+    w.open(f"for base_ in range(cuda.grid(1), total_, {unroll} * step_):")
+    w.open(f"if base_ + {unroll - 1} * step_ < total_:")
+    for u in range(unroll):
         w.line(f"r{u}_ = {name}_point(base_ + {u} * step_, {call_args})")
-    for u in range(UNROLL):
+    for u in range(unroll):
         w.line(f"{name}_store(base_ + {u} * step_, r{u}_, {out_args})")
     w.close()
     w.open("else:")

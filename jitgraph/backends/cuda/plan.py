@@ -101,7 +101,7 @@ def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
     outer = [a for a in range(len(info.domain)) if a not in raxes]
     if not raxes:
         total = _n(list(range(len(info.domain))), info.domain)
-        blocks, threads = runtime.grid_stride(-(-total // codegen.UNROLL), dev)
+        blocks, threads = runtime.grid_stride(-(-total // codegen.unroll_for(leaves)), dev)
         src = codegen.elementwise(plan.name, body, info, leaves, outs, scalar_arrays)
         plan.family = "elementwise" if head is None else "matmul+epilogue"
         launches.append(Launch(src, (blocks,), (threads,), leaves, outs))

@@ -73,7 +73,7 @@ def require_cuda() -> None:
         raise BackendError(f"backend='cuda': no CUDA GPU is available{detail}{sim}", hint=_HINT_NO_GPU)
 
 
-BLOCKS_PER_SM = 32  # grid-stride kernels: blocks launched per multiprocessor at most (benchmarks/cuda_elementwise.py)
+BLOCKS_PER_SM = 16  # grid-stride kernels: blocks per multiprocessor at most (measured: benchmarks/cuda_elementwise.py)
 
 
 @dataclass(frozen=True)
