@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitgraph.backends.cpu import column_sweep
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
@@ -165,8 +166,11 @@ class _Emit:
     def source(self) -> list[str]:
         spec = self.spec
         sizes = [f"n{d}" for d in range(spec.rank)]
+        # An output written in place through an input's own argument (see launch.GroupKernel._aliases) is no
+        # parameter of its own.
+        inputs = {a.name for a in spec.arrays}
         params = ["lo", "hi", *sizes, *(a.name for a in spec.arrays), *(s for s, _ in spec.scalars),
-                  *(o.name for o in spec.outputs)]
+                  *(o.name for o in spec.outputs if o.name not in inputs)]
         fname = spec.name
         self.prologue: list[str] = []
         w = _Writer()
@@ -189,11 +193,14 @@ class _Emit:
             w(f"cnt{self.var[n]} = {count}")
         idx: dict[int, str] = {}
         top = len(w.lines)
-        self.loops(w, self.outer_dims, idx, bool(self.outer_dims))
-        if not spec.inner:
-            self._flat_body(w, idx)
+        if spec.inner and column_sweep.fits(self):
+            column_sweep.column_body(self, w, idx)
         else:
-            self._reduction_body(w, idx)
+            self.loops(w, self.outer_dims, idx, bool(self.outer_dims))
+            if not spec.inner:
+                self._flat_body(w, idx)
+            else:
+                self._reduction_body(w, idx)
         w.lines[top:top] = ["    " + line for line in self.prologue]
         return w.lines
 
@@ -262,22 +269,61 @@ class _Emit:
         w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
         accs = {r: E.accumulator_dtype(r) for r in reds}
         *outer_r, last = spec.inner
+        direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
         for r in reds:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
             w(" = ".join(f"acc{v}_{lane}" for lane in range(LANES)) + f" = {init}")
-            if keep or not all(self.operand(x.inputs[0]) for x in reds):
-                self.scratch(w, f"buf{v}", str(BLOCK), accs[r])
+            if not direct:
+                self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))
         for n in keep:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
-        if not keep and all(self.operand(r.inputs[0]) for r in reds):
+        if direct and all(self._block_sum(r) and self._slice_of(r, idx, last) for r in reds):
+            self._direct_blocks(w, reds, accs, idx, last)
+        elif direct:
             self._direct_lanes(w, reds, accs, idx, last)
         else:
             self._blocked_lanes(w, reds, accs, idx, last, keep)
         w.depth = depth
         self._finish(w, reds)
+
+    @staticmethod
+    def _block_sum(r: Node) -> str | None:
+        """The vectorised block-sum helper for a float sum or mean of float32/float64 values, else None."""
+        src = r.inputs[0].type.dtype
+        if r.op not in ("sum", "mean") or r.type.dtype.kind != "f" or src not in (np.float32, np.float64):
+            return None
+        return f"jg_sum_block_{'f32' if src == np.float32 else 'f64'}"
+
+    def _buffer_dtype(self, r: Node, acc: np.dtype) -> np.dtype:
+        """Block sums buffer values in their own dtype (the helper sums a block in it); other reductions in the
+        accumulator's."""
+        return r.inputs[0].type.dtype if self._block_sum(r) else acc
+
+    def _slice_of(self, r: Node, idx: dict[int, str], last: int) -> str | None:
+        """``a0[i0, jb:jb + m]``: the block of ``r``'s operand, when it walks the innermost reduced axis."""
+        arg = self.args[self.spec.use_of[(r, r.inputs[0])]]
+        if not arg.walks[last]:
+            return None
+        saved = idx.get(last)
+        idx[last] = "jb:jb + m"
+        text = self.index(arg, idx)
+        if saved is None:
+            del idx[last]
+        else:
+            idx[last] = saved
+        return text
+
+    def _direct_blocks(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
+        """Float sums of operands as loaded: a vectorised helper sums each block of the row in place."""
+        w(f"for jb in range(0, n{last}, {BLOCK}):")
+        w(f"    m = min({BLOCK}, n{last} - jb)")
+        for r in reds:
+            v = self.var[r]
+            block = f"{self._block_sum(r)}({self._slice_of(r, idx, last)})"
+            w(f"    acc{v}_0 = acc{v}_0 + {E.cast(block, accs[r])}")
 
     def _direct_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
         """Reductions of operands as loaded: lanes read memory directly, no buffer."""
@@ -309,21 +355,28 @@ class _Emit:
         self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
         for r in reds:
             (src,) = r.inputs
-            w(f"buf{self.var[r]}[i{last} - jb] = {E.cast(self.ref(src, '', r), accs[r], src.type.dtype)}")
+            value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
+            w(f"buf{self.var[r]}[i{last} - jb] = {value}")
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1
-        # Scalar lane accumulators (registers): LLVM's SLP vectoriser turns each row of 8 into one vector op.
-        w(f"for k in range(0, m - m % {LANES}, {LANES}):")
         for r in reds:
             v = self.var[r]
-            for lane in range(LANES):
-                k = f"k + {lane}" if lane else "k"
-                w(f"    acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', f'buf{v}[{k}]')}")
-        w(f"for k in range(m - m % {LANES}, m):")
-        for r in reds:
-            v = self.var[r]
-            w(f"    acc{v}_0 = {E.reduction_combine(r.op, f'acc{v}_0', f'buf{v}[k]')}")
+            if self._block_sum(r):
+                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{self._block_sum(r)}(buf{v}[:m])', accs[r])}")
+        lanes = [r for r in reds if not self._block_sum(r)]
+        if lanes:
+            # Scalar lane accumulators (registers) for the other reductions (max, min, prod, integer sums).
+            w(f"for k in range(0, m - m % {LANES}, {LANES}):")
+            for r in lanes:
+                v = self.var[r]
+                for lane in range(LANES):
+                    k = f"k + {lane}" if lane else "k"
+                    w(f"    acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', f'buf{v}[{k}]')}")
+            w(f"for k in range(m - m % {LANES}, m):")
+            for r in lanes:
+                v = self.var[r]
+                w(f"    acc{v}_0 = {E.reduction_combine(r.op, f'acc{v}_0', f'buf{v}[k]')}")
         w.depth -= 1
 
     def _finish(self, w: _Writer, reds: list[Node]) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu import threads
+from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.threads import parallel_threshold
@@ -65,6 +66,7 @@ class GroupKernel:
         (self.body,) = node.regions
         self.info: GroupInfo = group_info(node)
         self.use_cache = bool(options.get("cache", True))
+        self.reuse_outputs = bool(options.get("reuse_outputs", True))
         self.math = options.get("math", "fast")
         self.math_table = _math_table(self.math)
         self.head = next((n for n in self.body.nodes if n.op in ("matmul", "dot")), None)
@@ -182,25 +184,58 @@ class GroupKernel:
             out_arg_walks.append(gw)
         rank = len(groups)
         inner_dims = tuple(k for k, g in enumerate(groups) if any(a in self.raxes for a in g))
+        alias = self._aliases(operands, inplace, specs_views, out_specs, arg_walks, out_arg_walks)
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
-               tuple(arrays[v].dtype.str for v, _ in self.uses))
+               tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())))
         kernel = self.modules.get(key)
         if kernel is None:
-            kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks)
+            kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks, alias)
             self.modules[key] = kernel
         outer = next((k for k in range(rank) if k not in inner_dims), None)
         n_outer = sizes[outer] if outer is not None else 1
         chunks = threads.chunks(n_outer) if math.prod(dom) >= self.threshold else [(0, n_outer)]
-        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, chunks)
+        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, chunks, alias)
         ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return Launch(kernel, ns["run"], source)
 
-    def _compile(self, rank: int, inner: tuple[int, ...], arg_walks: list, out_walks: list) -> tuple[Any, Any]:
+    def _aliases(self, operands: Sequence[Any], inplace: Mapping[int, int], views: list, outs: list,
+                 arg_walks: list, out_walks: list) -> dict[int, int]:
+        """Outputs to write through the kernel's own argument for the input they overwrite: output k -> array use u.
+
+        An in-place update passed as a separate output parameter is the same memory as an input parameter, and
+        LLVM's runtime alias check then sends the loop to its scalar version (an Adam step ran 2.6x slower). Storing
+        through the input's own argument, at the element just loaded, lets it vectorise. Only for a writeable
+        buffer whose kernel view is exactly the input's (same shape, loop order and walked dims); the launch key
+        includes writeability, so a read-only argument gets a fresh buffer as before.
+        """
+        found: dict[int, int] = {}
+        for k, o in enumerate(self.kernel_outputs):
+            oshape, perm, _, fshape, _ = outs[k]
+            expr = self._inplace_source(k, o, inplace, operands, (oshape, perm, fshape))
+            if expr is None:
+                continue
+            if expr == "p":  # the epilogue writes over the BLAS product it reads
+                target = self.head
+            else:
+                j = inplace[k]
+                if not isinstance(operands[j], np.ndarray) or not operands[j].flags.writeable:
+                    continue
+                target = self.inputs[j]
+            for u, (value, _) in enumerate(self.uses):
+                if value is target and tuple(arg_walks[u]) == tuple(out_walks[k]) and \
+                        views[u] == (oshape, perm, fshape):
+                    found[k] = u
+                    break
+        return found
+
+    def _compile(self, rank: int, inner: tuple[int, ...], arg_walks: list, out_walks: list,
+                 alias: Mapping[int, int]) -> tuple[Any, Any]:
         arrays = [ArrayArg(f"a{k}", value, tuple(w)) for k, ((value, _), w) in enumerate(zip(self.uses, arg_walks))]
-        outputs = [ArrayArg(f"o{k}", o, tuple(w)) for k, (o, w) in enumerate(zip(self.kernel_outputs, out_walks))]
+        outputs = [ArrayArg(f"a{alias[k]}" if k in alias else f"o{k}", o, tuple(w))
+                   for k, (o, w) in enumerate(zip(self.kernel_outputs, out_walks))]
         scalars = [(f"s{k}", n) for k, n in enumerate(self.scalar_inputs)]
         means = {}
         for n in self.info.amap:
@@ -220,7 +255,8 @@ class GroupKernel:
     def __call__(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...] = ()) -> list[Any]:
         """Run the group on the fused node's operand values. ``inplace`` pairs (kernel output k, operand j) whose
         buffer output k may overwrite. Returns the output values, one per body output."""
-        key = (inplace,) + tuple([operands[j].strides for j in self.array_operands])
+        key = (inplace,) + tuple([operands[j].strides for j in self.array_operands]) + \
+            tuple([getattr(operands[j], "flags", None) is None or operands[j].flags.writeable for _, j in inplace])
         launch = self.launches.get(key)
         if launch is not None:
             return launch.run(operands)
@@ -250,7 +286,8 @@ class GroupKernel:
         return result
 
     def _run_source(self, operands: Sequence[Any], sizes: tuple[int, ...], views: list, outs: list,
-                    inplace: Mapping[int, int], chunks: list[tuple[int, int]]) -> tuple[str, dict[str, Any]]:
+                    inplace: Mapping[int, int], chunks: list[tuple[int, int]], alias: Mapping[int, int]
+                    ) -> tuple[str, dict[str, Any]]:
         """A small straight-line Python function doing exactly this launch's preparation (no per-call logic).
 
         With several chunks, all but the first go to the thread pool and the calling thread runs the first; the
@@ -287,7 +324,14 @@ class GroupKernel:
         results = {}
         for k, (o, (oshape, perm, inv, fshape, alloc)) in enumerate(zip(self.kernel_outputs, outs)):
             ns[f"D{k}"] = o.type.dtype
-            fresh = f"np.empty({alloc!r}, D{k})"
+            if k in alias:  # the kernel stores through the input's own argument: nothing to pass
+                results[o] = "p" if self.uses[alias[k]][0] is self.head else f"ops[{inplace[k]}]"
+                continue
+            if self.reuse_outputs:  # a buffer the caller dropped since an earlier call (see buffers.py)
+                ns[f"S{k}"] = OutputSlot(alloc, o.type.dtype)
+                fresh = f"S{k}.take()"
+            else:
+                fresh = f"np.empty({alloc!r}, D{k})"
             target = self._inplace_source(k, o, inplace, operands, (oshape, perm, fshape))
             if target is not None:
                 # The caller's buffer (or the BLAS product) itself, when writeable.

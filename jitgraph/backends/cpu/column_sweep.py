@@ -1,0 +1,74 @@
+"""Reductions over the *outer* axis of a 2-D group (``x.sum(axis=0)``, bias gradients): row by row, into a vector.
+
+The generic reduction template loops over the kept axis outside and the reduced axis inside, which for a reduction
+over axis 0 of a C-ordered array walks memory with a stride of one row per element: the bias gradient
+``dh.sum(axis=0)`` of a (256, 512) MLP layer took 1.8 ms that way. This template keeps one accumulator per column of
+the thread's chunk ``[lo, hi)`` and adds each row into them, so the inner loop runs along contiguous memory and
+vectorises (float32 sums still accumulate in float64, one sequential sum per column, as NumPy's own axis-0
+reduction does in float32). It covers groups with one reduction level whose full-shape outputs do not depend on the
+reductions; anything else uses the generic template.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitgraph.backends.cpu import emitters as E
+
+
+def fits(emit: Any) -> bool:
+    """Whether ``emit`` (a kernel_source._Emit) describes a group this template handles."""
+    spec = emit.spec
+    if spec.rank != 2 or spec.inner != (0,) or not emit.reductions:
+        return False
+    if {spec.level[r] for r in emit.reductions} != {1}:
+        return False
+    return all(spec.level.get(o.value, 0) == 0 for o in spec.outputs if o.value in spec.full)
+
+
+def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
+    """Main loop: rows outside, this chunk's columns inside; then one loop over the columns for what follows."""
+    spec = emit.spec
+    reds = emit.reductions
+    accs = {r: E.accumulator_dtype(r) for r in reds}
+    w("ulo = np.uint64(lo)")
+    for r in reds:
+        init = E.reduction_init(r.op, accs[r])
+        w(f"col{emit.var[r]} = np.full(np.uint64(hi) - ulo, {init}, {E.np_name(accs[r])})")
+    finals = [o for o in spec.outputs if o.value in spec.full]
+    w("for i0 in range(n0):")
+    w("    for i1 in range(ulo, np.uint64(hi)):")
+    w.depth += 2
+    idx[0], idx[1] = "i0", "i1"
+    _column_values(emit, w, 0)
+    emit.compute(w, [r.inputs[0] for r in reds] + [o.value for o in finals], idx, "", inner=True)
+    for r in reds:
+        (src,) = r.inputs
+        v = emit.var[r]
+        value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
+        w(f"col{v}[i1 - ulo] = {E.reduction_combine(r.op, f'col{v}[i1 - ulo]', value)}")
+    for o in finals:
+        w(f"{emit.index(o, idx)} = {emit.ref(o.value, '')}")
+    w.depth -= 2
+    w("for i1 in range(ulo, np.uint64(hi)):")
+    w.depth += 1
+    emit._done.clear()  # the values per column are computed again here: the main loop's are out of scope
+    _column_values(emit, w, 0)
+    for r in reds:
+        v = emit.var[r]
+        total = f"col{v}[i1 - ulo]" + (f" / cnt{v}" if r.op == "mean" else "")
+        w(f"{v} = {E.cast(total, r.type.dtype)}")
+        emit._done.add(r)
+    emit._outer_values(w, 1)
+    for o in spec.outputs:
+        if o.value not in spec.full:
+            w(f"{emit.index(o, idx)} = {emit.var[o.value]}")
+    w.depth -= 1
+
+
+def _column_values(emit: Any, w: Any, level: int) -> None:
+    """Loads of the operands that do not walk the reduced axis, then the level-``level`` values of one column."""
+    for n in emit.spec.body.nodes:
+        if emit.operand(n):
+            emit.load(w, n, {0: "0", 1: "i1"}, "", inner=False)
+    emit._outer_values(w, level)
