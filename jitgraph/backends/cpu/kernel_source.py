@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep
+from jitgraph.backends.cpu import column_sweep, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
@@ -92,6 +92,7 @@ class _Emit:
         self.outer_dims = tuple(d for d in range(spec.rank) if d not in spec.inner)
         self.reductions = [n for n in self.members if OPS[n.op].kind is OpKind.REDUCTION]
         self.used_math: set[tuple[str, str]] = set()
+        self.helpers: list[list[str]] = []  # reassociable sweep blocks (sweep_helpers.py), emitted before the kernel
         self._done_set: set[Node] = set()
 
     def operand(self, n: Node) -> bool:
@@ -274,7 +275,7 @@ class _Emit:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
             w(" = ".join(f"acc{v}_{lane}" for lane in range(LANES)) + f" = {init}")
-            if not direct:
+            if not direct and not all(self._block_sum(x) for x in reds):  # block sums need no buffer
                 self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))
         for n in keep:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
@@ -348,6 +349,16 @@ class _Emit:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = min({BLOCK}, n{last} - jb)")
+        if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
+            name = f"{self.spec.name}_sweep{len(self.helpers)}"
+            lines, call = sweep_helpers.helper(self, name, reds, idx, last, keep)
+            self.helpers.append(lines)
+            w(f"bs_ = {call}")
+            for k, r in enumerate(reds):
+                v = self.var[r]
+                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'bs_[{k}]', accs[r])}")
+            w.depth -= 1
+            return
         # The loop variable indexes the arrays directly (jb + k would cost the vectoriser a wraparound check).
         w(f"for i{last} in range(jb, jb + m):")
         w.depth += 1
@@ -437,6 +448,8 @@ def kernel_source(spec: KernelSpec, cache: bool) -> str:
     oversubscribe next to OpenBLAS (see :mod:`jitgraph.backends.cpu.threads`)."""
     emit = _Emit(spec)
     body = [f"@njit(cache={cache}, error_model='numpy', fastmath=False, nogil=True)"] + emit.source() + ["", ""]
+    for lines in emit.helpers:
+        body = [line.replace("cache=CACHE", f"cache={cache}") for line in lines] + ["", ""] + body
     used = emit.used_math
     # The docstring shows the body without sizes: the source (the cache key) must not depend on shapes.
     text = re.sub(r"\[[0-9,]+\]", lambda m: "[" + ",".join("_" for _ in m.group().split(",")) + "]", str(spec.body))

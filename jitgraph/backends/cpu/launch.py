@@ -300,7 +300,12 @@ class GroupKernel:
         if self.head is not None:
             ns["BLAS"] = OPS[self.head.op].impl
             a, b = (body_index[i] for i in self.head.inputs)
-            lines.append(f"    p = BLAS(ops[{a}], ops[{b}])")
+            if self.head.op == "matmul" and self.reuse_outputs:
+                # The product goes into a buffer reused across calls too (a fresh one page-faults, see buffers.py).
+                ns["PRODUCT"] = OutputSlot(self.head.type.shape, self.head.type.dtype)
+                lines.append(f"    p = BLAS(ops[{a}], ops[{b}], out=PRODUCT.take())")
+            else:
+                lines.append(f"    p = BLAS(ops[{a}], ops[{b}])")
             prod_shape = self.head.type.shape
         args = [str(s) for s in sizes]
         for k, ((value, _), (vshape, perm, fshape)) in enumerate(zip(self.uses, views)):

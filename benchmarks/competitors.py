@@ -1,0 +1,74 @@
+"""The competitors' columns of ``benchmarks/workloads.py``: ``torch.compile`` and ``jax.jit`` on the same workload.
+
+Neither is a dependency: a column appears only when its package imports. ``torch.compile`` takes the NumPy function
+as it is (TorchDynamo traces NumPy calls through ``torch._numpy``), NumPy arguments in and out, in-place updates
+included. JAX cannot trace NumPy calls, so its column runs the same source with ``np`` bound to ``jax.numpy``; its
+arrays are immutable, so the workloads that update their arguments in place (W5, W6) get no JAX figure.
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+IN_PLACE = {"W5", "W6"}
+
+
+def available() -> list[str]:
+    names = []
+    for name, module in (("torch.compile", "torch"), ("jax.jit", "jax")):
+        try:
+            __import__(module)
+            names.append(name)
+        except ImportError:
+            pass
+    return names
+
+
+def _compile(kind: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if kind == "torch.compile":
+        import torch
+
+        return torch.compile(fn)
+    import jax
+    import jax.numpy as jnp
+
+    as_jax = types.FunctionType(fn.__code__, {**fn.__globals__, "np": jnp}, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    jitted = jax.jit(as_jax)
+
+    def call(*args: Any) -> Any:
+        out = jitted(*args)
+        return None if out is None else np.asarray(jax.block_until_ready(out))
+
+    return call
+
+
+def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray], repeat: int,
+            timings: Callable[..., tuple[float, float]], agree: Callable[..., bool]) -> dict[str, Any]:
+    """{"time": median s, "compile": first call s, "agree": bool} or {"note": why there is no figure}."""
+    if kind == "jax.jit" and name in IN_PLACE:
+        return {"note": "n/a (updates its arguments in place)"}
+    try:
+        compiled = _compile(kind, fn)
+        a, b = [x.copy() for x in base], [x.copy() for x in base]
+        start = time.perf_counter()
+        got = compiled(*a)
+        first = time.perf_counter() - start
+        want = fn(*b)
+        ok = agree(name, got, want, a, b) if kind != "jax.jit" else agree(name, got, want, [], [])
+        args = [x.copy() for x in base]
+        median, _ = timings(lambda: compiled(*args), repeat)
+    except Exception as exc:  # noqa: BLE001 - a competitor failing is a result to print, not a crash
+        return {"note": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:60]}"}
+    return {"time": median, "compile": first, "agree": ok}
+
+
+def cell(result: dict[str, Any]) -> str:
+    if "note" in result:
+        return result["note"]
+    return f"{result['time'] * 1e3:.2f} ms ({result['compile']:.1f} s){'' if result['agree'] else ' DIFFERS'}"
