@@ -12,23 +12,13 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def _median(fn: Callable[[], object], repeat: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
+from benchmarks.timing import median  # after the path is set
 
 
 def scale_shift(x):
@@ -70,7 +60,8 @@ def main() -> None:
     for label, fn, args in rows:
         compiled = jitgraph.compile(fn)
         np.testing.assert_allclose(compiled(*args), fn(*args), rtol=2e-5, atol=1e-5)
-        te, tc = _median(lambda: fn(*args)), _median(lambda: compiled(*args))  # noqa: B023
+        te = median(lambda: fn(*args), 20, float('inf'), warmup=True)  # noqa: B023
+        tc = median(lambda: compiled(*args), 20, float('inf'), warmup=True)  # noqa: B023
         print(f"| {label:<42} | {te * 1e3:9.2f} | {tc * 1e3:11.2f} | {te / tc:5.1f}x |")
 
 

@@ -29,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import competitors  # after the path is set, so the script runs from anywhere
+from benchmarks.timing import median, timings
 
 
 # --- the workloads, written the way users write them ------------------------------------------------------------
@@ -123,23 +124,6 @@ NUMBA_INIT: list[float] = []  # Numba's one-time target initialisation in each w
 BANDWIDTH_BOUND = {"W1": 4, "W4": 2, "W6": 7}  # arrays streamed (read + written) per element
 
 
-def _median(fn: Callable[[], object], repeat: int, budget: float = 3.0) -> float:
-    return _timings(fn, repeat, budget)[0]
-
-
-def _timings(fn: Callable[[], object], repeat: int, budget: float = 3.0) -> tuple[float, float]:
-    """(median, best) seconds; the best is what a busy machine cannot inflate."""
-    times = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-        if time.perf_counter() - start > budget and len(times) >= 3:
-            break
-    return float(np.median(times)), float(min(times))
-
-
 def copy_bandwidth(n: int = 10**7) -> float:
     """Bytes per second of a plain copy (read + write) on every core, the bound elementwise kernels aim at.
 
@@ -157,7 +141,7 @@ def copy_bandwidth(n: int = 10**7) -> float:
             list(pool.map(lambda pair: np.copyto(*pair), parts))
 
         copy()
-        t = _timings(copy, 30)[1]  # the best: a busy machine can only make a copy slower
+        t = timings(copy, 30)[1]  # the best: a busy machine can only make a copy slower
     return 2 * src.nbytes / t
 
 
@@ -185,8 +169,8 @@ def run_one(name: str, scale: float, repeat: int) -> dict:
     # In-place workloads change their inputs each call; that is fine for timing.
     ea = [x.copy() for x in base]
     ca = [x.copy() for x in base]
-    eager_t, eager_best = _timings(lambda: fn(*ea), repeat)
-    comp_t, comp_best = _timings(lambda: compiled(*ca), repeat)
+    eager_t, eager_best = timings(lambda: fn(*ea), repeat)
+    comp_t, comp_best = timings(lambda: compiled(*ca), repeat)
     return {"name": name, "eager": eager_t, "compiled": comp_t, "cold": cold, "agree": bool(agree),
             "best_ratio": eager_best / comp_best}
 
@@ -218,7 +202,7 @@ def small_call_overhead() -> tuple[float, float]:
     f = jitgraph.compile(fma)
     xs = [np.ones(16, np.float32) for _ in range(3)]
     f(*xs)
-    return _median(lambda: fma(*xs), 20000, 1.0), _median(lambda: f(*xs), 20000, 1.0)
+    return median(lambda: fma(*xs), 20000, 1.0), median(lambda: f(*xs), 20000, 1.0)
 
 
 def threshold_probe() -> None:
@@ -237,7 +221,7 @@ def threshold_probe() -> None:
             threads.PARALLEL_WORK = work
             f = jitgraph.compile(add)
             f(a, b)
-            row.append(_median(lambda: f(a, b), 200, 1.0) * 1e6)  # noqa: B023
+            row.append(median(lambda: f(a, b), 200, 1.0) * 1e6)  # noqa: B023
         print(f"n={n:>8}  serial {row[0]:9.1f} us   parallel {row[1]:9.1f} us")
 
 
@@ -267,7 +251,7 @@ def main() -> None:
         res = run_one(name, scale, 30)
         res["warm"] = warm_first_call(name, scale, cache_dir)
         base = make_inputs(name, scale)
-        res["extra"] = {kind: competitors.measure(kind, name, WORKLOADS[name][1], base, 30, _timings, results_agree)
+        res["extra"] = {kind: competitors.measure(kind, name, WORKLOADS[name][1], base, 30, timings, results_agree)
                         for kind in extras}
         bound = BANDWIDTH_BOUND.get(name)
         n = make_inputs(name, scale)[0].size

@@ -29,17 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _median(fn: Callable[[], object], repeat: int, budget: float) -> float:
-    times: list[float] = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-        if time.perf_counter() - start > budget and len(times) >= 3:
-            break
-    return float(np.median(times))
+from benchmarks.timing import median  # the repository root is on the path now
 
 
 def families(scale: float) -> bool:
@@ -99,7 +89,7 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
 
     row: dict[str, Any] = {"name": name, "desc": desc}
     ea = [x.copy() for x in inputs]
-    row["numpy"] = _median(lambda: fn(*ea), repeat, budget)
+    row["numpy"] = median(lambda: fn(*ea), repeat, budget)
     if "cpu" not in _BACKENDS:
         try:
             import jitgraph.backends.cpu
@@ -109,7 +99,7 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         cpu_fn = jitgraph.compile(fn, backend="cpu")
         ca = [x.copy() for x in inputs]
         cpu_fn(*ca)
-        row["cpu"] = _median(lambda: cpu_fn(*ca), repeat, budget)
+        row["cpu"] = median(lambda: cpu_fn(*ca), repeat, budget)
     gpu_fn = jitgraph.compile(fn, backend="cuda")
     ha = [x.copy() for x in inputs]
     t = time.perf_counter()
@@ -139,7 +129,7 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         runtime.synchronize()
 
     device_call()
-    row["gpu"] = _median(device_call, repeat, budget)
+    row["gpu"] = median(device_call, repeat, budget)
     if not runtime.device_info().simulated:
         runtime.KERNEL_EVENTS = []
         for _ in range(5):
@@ -152,9 +142,9 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         runtime.KERNEL_EVENTS = None
     outs = entry.compiled(dev_leaves)
     runtime.synchronize()
-    row["d2h"] = _median(lambda: [runtime.to_host(o) for o in outs], repeat, budget) if outs else 0.0
+    row["d2h"] = median(lambda: [runtime.to_host(o) for o in outs], repeat, budget) if outs else 0.0
     ha = [x.copy() for x in inputs]
-    row["host_call"] = _median(lambda: gpu_fn(*ha), repeat, budget)
+    row["host_call"] = median(lambda: gpu_fn(*ha), repeat, budget)
     row["bytes"] = inputs[0].size * inputs[0].dtype.itemsize
     return row
 
