@@ -156,9 +156,9 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
     print("\n== workloads: NumPy (CPU) vs backend='cpu' vs backend='cuda' ==")
     print("gpu = call with device-resident arguments (kernels + launch + allocation); kernel = CUDA-event time of "
           "the kernels alone; d2h = copying the results to the host; host-args = a call with NumPy arguments "
-          "(pays both transfers)")
+          "(pays both transfers); 1st call = trace and compile, or load from the disk cache")
     head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'kernel ms':>9} | "
-            f"{'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | ok  |")
+            f"{'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | {'1st call s':>10} | ok  |")
     print(head)
     print("|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|")
     rows = []
@@ -174,10 +174,11 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
             return f"{row[key] * 1e3:.3f}" if key in row else "-"
 
         ratio = f"{row['numpy'] / row['gpu']:.1f}x" if "gpu" in row and "numpy" in row else "-"
+        first = f"{row['compile']:.2f}" if "compile" in row else "-"  # trace + compile, or load from the disk cache
         ok = {True: "yes", False: "NO"}.get(row.get("ok"), "-")
         label = f"{name} {desc}"[:34]
         print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {ms('kernel'):>9} | "
-              f"{ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {ok:<3} |")
+              f"{ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {first:>10} | {ok:<3} |")
         if "note" in row:
             print(f"    {name}: {row['note']}")
     info = runtime.device_info()
@@ -278,7 +279,7 @@ def ptx_check(cc: tuple[int, int]) -> bool:
 
             return launch
 
-    def from_source(name: str, source: str) -> PtxKernel:
+    def from_source(name: str, source: str, disk_cache: bool = False) -> PtxKernel:
         namespace = device_fns.namespace()
         exec(compile(source, f"<jitgraph-cuda {name}>", "exec"), namespace)  # noqa: S102 - our generated source
         return PtxKernel(name, namespace[name])

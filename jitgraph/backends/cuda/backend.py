@@ -171,12 +171,13 @@ class CudaCompiledGraph:
 def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
     if not any(n.op == "fused" for n in graph.nodes):
         graph = fuse_graph(graph)
-    plans = {n: make_plan(n) for n in graph.nodes if n.op == "fused"}
+    disk_cache = bool(options.get("cache", True))
+    plans = {n: make_plan(n, disk_cache) for n in graph.nodes if n.op == "fused"}
     names = node_names(graph)
     for n in graph.nodes:
         if n.op not in ("input", "const", "tuple_get", "fused") and unsupported_reason(n) is None \
                 and n.op != "reshape" and isinstance(n.type, TensorType) and _on_device(n, plans):
-            plan = make_plan(_one_node_group(n, names[n]))
+            plan = make_plan(_one_node_group(n, names[n]), disk_cache)
             if plan.host_reason is None:
                 plans[n] = plan
     compiled = CudaCompiledGraph(graph, plans, _direct_writes(graph, plans))

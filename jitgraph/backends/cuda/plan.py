@@ -42,6 +42,7 @@ class GroupPlan:
     family: str = "host"
     host_reason: str | None = None
     variants: dict[frozenset[int], list[Launch]] = field(default_factory=dict)
+    disk_cache: bool = True  # kernels compiled with cuda.jit(cache=True) from a module file (compiler.py)
 
     @property
     def head(self) -> Node | None:
@@ -53,10 +54,10 @@ class GroupPlan:
         return self.variants[scalar_arrays]
 
 
-def make_plan(node: Node) -> GroupPlan:
+def make_plan(node: Node, disk_cache: bool = True) -> GroupPlan:
     (body,) = node.regions
     name = str(node.attrs.get("name", "fused"))
-    plan = GroupPlan(node, name, body, None)
+    plan = GroupPlan(node, name, body, None, disk_cache=disk_cache)
     try:
         plan.info = group_info(node)
         if any(d == 0 for d in plan.info.domain):
@@ -168,7 +169,7 @@ def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any]) -> li
         args += sizes
         if launch.source.family == "matmul":
             args.append(plan.head.inputs[0].tensor_type.shape[1])  # type: ignore[union-attr]
-        kernel = compiler.kernel_from_source(launch.source.name, launch.source.source)
+        kernel = compiler.kernel_from_source(launch.source.name, launch.source.source, plan.disk_cache)
         with runtime.timed(launch.source.name):
             kernel[launch.grid, launch.block](*args)
     out = []
