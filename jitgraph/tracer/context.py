@@ -16,6 +16,8 @@ import numpy as np
 from jitgraph.backends.cuda import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.ops.rules import proto
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
@@ -100,9 +102,13 @@ class TraceContext:
 
     def op(self, name: str, *inputs: Node, **attrs: Any) -> Node:
         try:
-            return self.builder.op(name, *inputs, **attrs)
+            node = self.builder.op(name, *inputs, **attrs)
         except TypeInferenceError as exc:
             self.graph_break(f"NumPy would raise here: {exc.message}", getattr(exc, "original", None) or exc)
+        overflow = _python_int_overflow(name, inputs, attrs)
+        if overflow is not None:
+            self.graph_break(f"NumPy would raise here: {overflow}", overflow)
+        return node
 
     def fresh(self, node: Node, kind: str | None = None) -> TArray:
         """A new array value with its own storage (an op result)."""
@@ -334,3 +340,23 @@ def is_immutable_module(module: types.ModuleType) -> bool:
 
 
 __all__ = ["GraphBreak", "TraceContext", "is_immutable_module"]
+
+
+def _python_int_overflow(name: str, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> BaseException | None:
+    """NumPy's error for a Python int that does not fit the integer dtype it meets (``int8_array + 300`` raises
+    OverflowError under NEP 50). Types alone cannot tell -- the rule depends on the value -- so elementwise ops with
+    Python int constants are tried on 0-d prototypes holding the real values, as NumPy would run them."""
+    if OPS[name].kind is not OpKind.ELEMENTWISE:
+        return None
+    ints = [i for i in inputs if i.op == "const" and i.tensor_type.weak and type(i.attrs["value"]) is int]
+    if not ints or not any(i.tensor_type.dtype.kind in "iu" and not i.tensor_type.weak for i in inputs):
+        return None
+    args = [i.attrs["value"] if i in ints else proto(i.tensor_type, ()) for i in inputs]
+    try:
+        with np.errstate(all="ignore"):
+            OPS[name].impl(*args, **attrs)
+    except OverflowError as exc:
+        return exc
+    except Exception:  # noqa: BLE001 - any other complaint was already raised by the op's type rule
+        return None
+    return None

@@ -195,6 +195,15 @@ def missing_key(d):
     return d["nope"]
 
 
+def int8_plus_300(x):
+    return x + 300  # NEP 50: OverflowError, the Python int does not fit int8
+
+
+def inplace_int8_overflow(x):
+    x += 1000
+    return x
+
+
 ERRORS = [
     (shape_mismatch, (np.ones(3), np.ones(4))),
     (bad_inplace_cast, (np.arange(4),)),
@@ -202,6 +211,9 @@ ERRORS = [
     (bad_reshape, (np.ones(6),)),
     (bad_index, (np.ones(3),)),
     (missing_key, ({"a": np.ones(2)},)),
+    (int8_plus_300, (np.arange(4, dtype=np.int8),)),
+    (inplace_int8_overflow, (np.arange(4, dtype=np.int8),)),
+    (int8_plus_300, (np.arange(4, dtype=np.uint8) * 0 + 200,)),
 ]
 
 
@@ -268,3 +280,16 @@ def test_random_numbers_have_a_clear_reason():
     compiled = jitgraph.compile(random_numbers, backend="eager")
     compiled(X)
     assert "random numbers" in compiled.break_reasons()[0].reason
+
+
+def test_python_ints_that_fit_or_are_compared_stay_compiled():
+    """Only an int that does not fit raises; one that fits wraps like NumPy, and comparisons take any int."""
+    def fits(x):
+        return x + 127, x < 300, x.astype(np.int16) + 300
+
+    x = np.arange(-3, 4, dtype=np.int8)
+    compiled = jitgraph.compile(fits)
+    for got, want in zip(compiled(x), fits(x)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert not compiled.break_reasons()
