@@ -88,12 +88,32 @@ class Graph:
         return result
 
     def live_roots(self) -> tuple[Node, ...]:
-        return self.outputs + tuple(n for _, n in self.mutations)
+        """What must be computed: the outputs, the mutation values, and every node that may raise on the data
+        (an index out of range, a failed run-time check), since eager NumPy would raise there even if the value
+        went unused -- dropping it would turn an error into a silent success."""
+        return self.outputs + tuple(n for _, n in self.mutations) + tuple(n for n in self.nodes if may_raise(n))
 
     def __str__(self) -> str:
         from jitgraph.ir.printer import format_graph
 
         return format_graph(self)
+
+
+# Index operands beyond the array (and, for setitem, the value) are data: they can be out of range at run time.
+_BASE_OPERANDS = {"getitem": 1, "setitem": 2, "scatter_add": 2}
+
+
+def may_raise(node: Node) -> bool:
+    """Whether ``node`` can raise depending on its operands' values (not only their types)."""
+    if node.op == "check":
+        return True
+    if node.regions:  # a kernel or a loop that holds such a node raises with it
+        return any(may_raise(n) for region in node.regions for n in region.nodes)
+    if node.op == "power" and getattr(node.type, "dtype", None) is not None and node.type.dtype.kind in "iu":
+        exponent = node.inputs[1]  # integers to a negative integer power raise ValueError
+        return not (exponent.op == "const" and np.all(np.asarray(exponent.attrs["value"]) >= 0))
+    base = _BASE_OPERANDS.get(node.op)
+    return base is not None and len(node.inputs) > base
 
 
 class GraphBuilder:
