@@ -108,6 +108,7 @@ class RegionDriver:
         self.filename = f"<jitgraph-loops-{next(_counter)}-{em.function_name}>"  # type: ignore[attr-defined]
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
         namespace: dict[str, Any] = {"np": np, "numba": numba, "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv,
+                                     "dot_range": runtime.dot_range,
                                      "outer": runtime.outer, "copy_into": runtime.copy_into}
         exec(compile(self.source, self.filename, "exec"), namespace)  # noqa: S102 - our own generated source
         self.python_function = namespace[em.function_name]  # type: ignore[attr-defined]

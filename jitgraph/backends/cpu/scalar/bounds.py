@@ -51,15 +51,36 @@ def note_induction(em: Emitter, induction: Node, stop: Node) -> None:
         em.upper[induction] = bound - 1
 
 
-def check(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...], indent: int) -> dict[Node, str]:
+def proven(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...]) -> bool:
+    """Whether every scalar Operand entry of ``x[spec]`` is proven in ``[0, size)`` (no check needed at all)."""
+    full = expand_spec(x.tensor_type.ndim, tuple(spec))
+    dim = 0
+    for entry in full:
+        if entry is None:
+            continue
+        if isinstance(entry, Operand):
+            index, size = operands[entry.k], x.tensor_type.shape[dim]
+            bound = upper(index, em.upper)
+            if not (nonneg(index, em.nonneg) and bound is not None and bound <= size):
+                return False
+        dim += 1
+    return True
+
+
+def check(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...], indent: int) -> dict[int, str]:
     """Emit ``IndexError`` checks for the scalar Operand entries of ``x[spec]`` that are not proven in range.
 
+    The returned mapping names, per checked Operand position ``k``, the variable the access uses instead. Serially
+    that is the index wrapped NumPy's way into a ``np.uint64``: the common case costs one unsigned compare (a
+    negative index becomes a huge unsigned value, so ``u >= size`` catches both ends), and Numba adds no wraparound
+    select to an unsigned index (a signed one gets one per access, which also blocks vectorisation). One index
+    checked against one size is checked once per block (``data[k]`` and ``indices[k]`` in CSR share it).
+
     Inside a prange body a ``raise`` would make Numba run the loop serially (a second exit), so there a bad index
-    sets the loop's error flag (raised right after the loop) and the access uses a clamped copy of the index;
-    the returned mapping names those copies.
+    sets the loop's error flag (raised right after the loop) and the access uses a clamped copy of the index.
     """
     full = expand_spec(x.tensor_type.ndim, tuple(spec))
-    safe: dict[Node, str] = {}
+    safe: dict[int, str] = {}
     dim = 0
     for entry in full:
         if entry is None:
@@ -70,15 +91,31 @@ def check(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...], indent:
             bound = upper(index, em.upper)
             if not (nonneg(index, em.nonneg) and bound is not None and bound <= size):
                 var = em.var[index]
-                if em.prange_flag is not None and size > 0 and index not in safe:
+                key = (var, size, dim)
+                if key in em.scope.checked:
+                    safe[entry.k] = em.scope.checked[key]
+                elif em.prange_flag is not None and size > 0:
                     em.flag_used = True
                     name = f"ix{len(em.lines)}"
                     em.write(indent, f"{name} = {var} if -{size} <= {var} < {size} else 0")
                     em.write(indent, f"if not -{size} <= {var} < {size}:")
                     em.write(indent + 1, f"{em.prange_flag}[0] = True")
-                    safe[index] = name
-                elif em.prange_flag is None or size == 0:
+                    safe[entry.k] = em.scope.checked[key] = name
+                elif em.prange_flag is None:
+                    safe[entry.k] = em.scope.checked[key] = _checked_index(em, var, size, dim, indent)
+                else:  # size 0 inside a prange: every index is out of bounds
                     em.write(indent, f"if not -{size} <= {var} < {size}:")
                     em.write(indent + 1, f'raise IndexError("index out of bounds for axis {dim} with size {size}")')
         dim += 1
     return safe
+
+
+def _checked_index(em: Emitter, var: str, size: int, dim: int, indent: int) -> str:
+    """``ixN = np.uint64(var)``, wrapped when negative; IndexError (NumPy's) when outside ``[-size, size)``."""
+    name = f"ix{len(em.lines)}"
+    em.write(indent, f"{name} = np.uint64({var})")
+    em.write(indent, f"if {name} >= {size}:  # negative (wraps around) or out of bounds")
+    em.write(indent + 1, f"if not -{size} <= {var} < 0:")
+    em.write(indent + 2, f'raise IndexError("index out of bounds for axis {dim} with size {size}")')
+    em.write(indent + 1, f"{name} = np.uint64({var} + {size})")
+    return name

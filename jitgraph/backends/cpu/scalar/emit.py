@@ -66,6 +66,8 @@ class _Scope:
         from jitgraph.backends.cpu.scalar.fuse import plan_inline
 
         self.inline: set[Node] = plan_inline(graph)
+        # (index text, size, axis) -> the checked copy of an index already emitted in this block (bounds.check)
+        self.checked: dict[tuple[str, int, int], str] = {}
         for n in graph.inputs:
             if is_array(n):
                 self.fresh(n, n in owned_inputs)
@@ -277,13 +279,13 @@ def _linalg(em: Emitter, node: Node, indent: int) -> str:
     raise UnsupportedError(f"{node.op} of {shapes[0]}-D by {shapes[1]}-D arrays is not supported in loop bodies")
 
 
-def index_text(em: Emitter, spec: tuple, operands: tuple[Node, ...], safe: dict[Node, str] | None = None) -> str:
+def index_text(em: Emitter, spec: tuple, operands: tuple[Node, ...], safe: dict[int, str] | None = None) -> str:
     from jitgraph.ir.printer import format_value
 
     parts = []
     for e in spec:
         if isinstance(e, Operand):
-            parts.append((safe or {}).get(operands[e.k]) or em.var[operands[e.k]])
+            parts.append((safe or {}).get(e.k) or em.var[operands[e.k]])
         elif e is None:
             parts.append("None")
         elif isinstance(e, slice):

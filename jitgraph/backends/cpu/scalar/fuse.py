@@ -133,7 +133,7 @@ def emit_reduce(em: Emitter, node: Node, indent: int) -> None:
     em.var[node] = name
 
 
-def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[Node, str]) -> None:
+def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[int, str]) -> None:
     """``target[spec] = value`` for a slice region, as a loop nest (Numba's own slice assignment compiles slowly).
 
     Each target dim is a static slice ``start + step * f`` of x (bounds resolved from x's static shape), or a fixed
@@ -161,7 +161,7 @@ def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[Nod
                          else f"{start} + {var}")
             out_dim += 1
         elif isinstance(entry, Operand):
-            parts.append(safe.get(ops[entry.k]) or em.var[ops[entry.k]])
+            parts.append(safe.get(entry.k) or em.var[ops[entry.k]])
         else:
             parts.append(str(int(entry) % size))
         dim += 1

@@ -13,9 +13,10 @@ import os
 from typing import TYPE_CHECKING
 
 from jitgraph.backends.cpu.scalar import bounds
-from jitgraph.backends.cpu.scalar.depend import Verdict, independent, nonneg
+from jitgraph.backends.cpu.scalar.depend import Verdict, _const, independent, nonneg
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import trip_count
+from jitgraph.ir.ops.indexing import Operand
 
 if TYPE_CHECKING:
     from jitgraph.backends.cpu.scalar.emit import Emitter, _Scope
@@ -171,6 +172,58 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
     return True
 
 
+def _dot_operand(em: Emitter, g: Node, induction: Node, invariants: set[Node], dtype: object) -> str | None:
+    """``x[j, k]`` (k the induction variable, every other index invariant, all proven in bounds) as the 1-D view
+    text ``x[j, :]`` that :func:`runtime.dot_range` walks; None when ``g`` is not of that form."""
+    from jitgraph.backends.cpu.scalar.emit import is_array
+
+    if g.op != "getitem" or g.inputs[0] not in invariants or not is_array(g.inputs[0]):
+        return None
+    x, *ops = g.inputs
+    spec = g.attrs["spec"]
+    if x.tensor_type.dtype != dtype or len(spec) != x.tensor_type.ndim or not all(isinstance(e, Operand) for e in spec):
+        return None
+    if [ops[e.k] for e in spec].count(induction) != 1 or not bounds.proven(em, x, spec, tuple(ops)):
+        return None
+    if any(ops[e.k] is not induction and ops[e.k] not in invariants and _const(ops[e.k]) is None for e in spec):
+        return None
+    if x.tensor_type.ndim == 1:
+        return em.var[x]
+    parts = [":" if ops[e.k] is induction else em.var.get(ops[e.k]) or str(_const(ops[e.k])) for e in spec]
+    return f"{em.var[x]}[{', '.join(parts)}]"
+
+
+def _dot_call(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node | None, indent: int) -> bool:
+    """np.dot of two symbolic 1-D slices (``acc += u[k] * v[k]``, ``reassociate=True``) as one ``dot_range`` call.
+
+    The helper may reassociate the sum (np.dot's order is unspecified), so LLVM vectorises it; the loop written
+    out in the strict-IEEE driver could only keep a few scalar partial sums (:func:`_split_sum`). Only when every
+    index is proven in bounds (the helper checks nothing) and both operands already have the sum's dtype.
+    """
+    out = body.outputs[0] if len(body.outputs) == 1 else None
+    if not (node.attrs.get("reassociate") and acc is not None and out is not None and out.op == "add"
+            and acc.type.shape == () and acc.type.dtype.kind == "f"  # type: ignore[union-attr]
+            and out.tensor_type.dtype == acc.type.dtype and acc in out.inputs  # type: ignore[union-attr]
+            and node.inputs[2].op == "const" and int(node.inputs[2].attrs["value"]) == 1):
+        return False
+    dtype = out.tensor_type.dtype
+    product = out.inputs[1] if out.inputs[0] is acc else out.inputs[0]
+    if product.op != "multiply" or product.tensor_type.dtype != dtype or len(product.inputs) != 2:
+        return False
+    if any(n not in (out, product, *product.inputs) for n in body.nodes if n.op not in ("input", "const")):
+        return False
+    invariants = set(body.inputs[2:])
+    views = [_dot_operand(em, g, induction, invariants, dtype) for g in product.inputs]
+    if None in views:
+        return False
+    total = em.var[acc]
+    start, stop = (em.var[i] for i in node.inputs[:2])
+    em.write(indent, f"{total} = dot_range({views[0]}, {views[1]}, np.int64({start}), np.int64({stop}), {total})"
+                     f"  # {em.names[node]}: np.dot, summed in any order (vectorised)")
+    em.serial_reasons[node] = "np.dot in one vectorised call (dot_range)"
+    return True
+
+
 def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     k = node.attrs["carried"]
     (body,) = node.regions
@@ -201,7 +254,8 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
         em.nonneg.add(induction)
     if step_value is not None and int(step_value) > 0:
         bounds.note_induction(em, induction, node.inputs[1])
-    if _split_sum(em, node, body, induction, carried[0] if carried else None, indent):
+    acc = carried[0] if len(carried) == 1 else None
+    if _dot_call(em, node, body, induction, acc, indent) or _split_sum(em, node, body, induction, acc, indent):
         em.results[node] = names
         em.result_roots[node] = [(frozenset(), "owned")]
         return

@@ -19,6 +19,22 @@ def dot_vv(a, b):
     return acc
 
 
+@numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
+def dot_range(a, b, lo, hi, acc):
+    """``acc + sum(a[k] * b[k] for k in range(lo, hi))`` for 1-D ``a``, ``b``, summed in any order.
+
+    np.dot leaves its summation order unspecified (BLAS blocks it), so these additions may be reassociated, which
+    is what lets LLVM vectorise them; the flag applies to this function only (the driver keeps strict IEEE), and
+    LLVM still inlines it. The caller proved ``0 <= lo`` and that ``hi`` is within both lengths: the loop runs in
+    uint64, where Numba adds no negative-index wraparound (a signed index would block vectorisation).
+    """
+    if hi <= lo:
+        return acc
+    for k in range(np.uint64(lo), np.uint64(hi)):
+        acc += a[k] * b[k]
+    return acc
+
+
 @numba.njit(cache=False, error_model="numpy")
 def dot_mv(a, b):
     """2-D · 1-D."""
