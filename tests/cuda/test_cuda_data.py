@@ -198,13 +198,14 @@ def test_outputs_that_alias_a_mutated_argument_keep_their_old_values() -> None:
 def test_device_array_facts_for_the_tracer() -> None:
     from numba import cuda
 
-    from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
+    from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array, runtime
 
     x = np.ones((4, 6), np.float32)
     d = cuda.to_device(x)
     assert is_device_array(d) and not is_device_array(x)
     assert device_array_facts(d) == ((4, 6), np.dtype(np.float32), x.strides)
-    assert str(device_type_of(d)) == "f32[4,6]" and str(device_type_of(d.T)) == "f32[6,4]{F}"
+    # runtime.transpose is a view (Numba's own .T copies into a new C-ordered array on a real GPU).
+    assert str(device_type_of(d)) == "f32[4,6]" and str(device_type_of(runtime.transpose(d, None))) == "f32[6,4]{F}"
     assert device_array_facts(x) is None
 
 
@@ -218,3 +219,19 @@ def test_row_kernel_writes_its_mutation_in_place() -> None:
     assert list(compiled.direct.values()) == [0]
     assert_matches_eager(g, [rand((9, 130))], compiled, device=True, rtol=1e-5, atol=1e-6)
     assert_matches_eager(g, [rand((9, 130))], compiled, device=False, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("spec", "ndim", "want"), [
+    ((slice(1, 3), Ellipsis), 3, (slice(1, 3), slice(None), slice(None))),
+    ((Ellipsis, 0), 2, (slice(None), 0)),
+    ((0, Ellipsis, None, 1), 3, (0, slice(None), None, 1)),
+    ((Ellipsis,), 0, ()),
+    ((0, 2), 2, (0, 2)),
+])
+def test_ellipsis_is_written_out_for_device_indexing(spec, ndim, want) -> None:
+    from jitgraph.backends.cuda import runtime
+
+    assert runtime.expand_ellipsis(spec, ndim) == want
+    shape = (2, 3, 4)[:ndim]
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    np.testing.assert_array_equal(x[want], x[spec])

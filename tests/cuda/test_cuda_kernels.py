@@ -230,8 +230,10 @@ def test_two_stage_family_with_several_rows(monkeypatch: pytest.MonkeyPatch) -> 
         var = b.op("mean", b.op("multiply", xc, xc), axis=(1,), keepdims=True)
         return b.op("multiply", b.op("divide", xc, b.op("sqrt", b.op("add", var, b.const(1e-5)))), w), var
 
-    g = build([((3, 1100), "float32"), ((1100,), "float32")], fn)
-    c = assert_matches_eager(g, [rand((3, 1100), low=1, high=3), rand((1100,), seed=1)], rtol=1e-4, atol=1e-5)
+    # Long enough for several chunks per row at this device's block size (64 threads simulated, 256 on a GPU).
+    n = runtime.row_block_threads(1 << 20, runtime.device_info()) * 8 * 2 + 100
+    g = build([((3, n), "float32"), ((n,), "float32")], fn)
+    c = assert_matches_eager(g, [rand((3, n), low=1, high=3), rand((n,), seed=1)], rtol=1e-4, atol=1e-5)
     assert _families(c) == ["split"]
     (plan,) = c.plans.values()
     assert [launch.nchunks > 1 for launch in plan.variants[frozenset()]] == [True, True, True]

@@ -55,8 +55,10 @@ def _environment_fingerprint() -> str:
     here = Path(__file__).parent
     parts = [jitgraph.__version__, numba.__version__, sys.version, llvm.get_host_cpu_name(),
              llvm.get_host_cpu_features().flatten()]
-    for name in ("helpers.py", "mathlib.py", "mathlib_bits.py", "mathlib_consts.py"):
-        path = here / name
+    # The modules generated kernels import (their helpers are compiled into the cached code): every one of them.
+    imported = [here / "helpers.py", *sorted(here.glob("mathlib*.py")), here.parent / "scalar_semantics.py",
+                here.parent / "cuda" / "device_fns.py"]
+    for path in imported:
         if path.exists():
             parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -1,18 +1,40 @@
-"""Scalar helpers that generated kernels call where NumPy's semantics differ from Python's or LLVM's.
+"""Scalar helpers that generated CPU kernels call where NumPy's semantics differ from Python's or LLVM's.
 
-Each one is the NumPy C loop's definition rewritten as a tiny ``njit(inline="always")`` function, so it costs
-nothing after inlining: integer floor division and remainder (floor semantics, 0 for division by zero, no trap on
-``INT_MIN // -1``), float ``divmod`` (``npy_divmod``), NaN-propagating ``maximum``/``minimum`` and the NaN-ignoring
-``fmax``/``fmin``, ``sign``, ``logaddexp`` and integer ``power``. Generated modules ``import *`` from here.
+The helpers themselves are defined once, as plain Python, in :mod:`jitgraph.backends.scalar_semantics` (the CUDA
+backend compiles the same functions as device functions). Here each becomes ``jg_<name>``, an
+``njit(inline="always")`` function, so it costs nothing after inlining. Generated modules ``import *`` from here.
+
+The block sums are CPU-only: they exist to let LLVM reassociate (and so vectorise) float sums.
 """
 
-# ruff: noqa: PLR0124  (x != x is the NaN test that compiles to one vector compare)
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from numba import njit
+
+from jitgraph.backends import scalar_semantics as semantics
+
+_inline = njit(inline="always", error_model="numpy", cache=False)
+# Block sums may be reassociated (and so vectorised): they are *not* inlined at Numba's IR level, which would give
+# their additions the calling kernel's strict flags; LLVM inlines them later and keeps the flags on these adds only.
+_reassoc = njit(error_model="numpy", cache=False, fastmath={"reassoc"}, nogil=True)
+
+# Every helper of scalar_semantics.HELPERS, under the name kernels call it by (tests/test_scalar_semantics.py checks
+# that none is missing).
+jg_floordiv_int = _inline(semantics.floordiv_int)
+jg_mod_int = _inline(semantics.mod_int)
+jg_fmod_int = _inline(semantics.fmod_int)
+jg_floordiv_float = _inline(semantics.floordiv_float)
+jg_mod_float = _inline(semantics.mod_float)
+jg_maximum = _inline(semantics.maximum)
+jg_minimum = _inline(semantics.minimum)
+jg_fmax = _inline(semantics.fmax)
+jg_fmin = _inline(semantics.fmin)
+jg_max_acc = _inline(semantics.max_acc)
+jg_min_acc = _inline(semantics.min_acc)
+jg_sign = _inline(semantics.sign)
+jg_logaddexp = _inline(semantics.logaddexp)
+jg_power_int = _inline(semantics.power_int)
 
 __all__ = [
     "jg_floordiv_float",
@@ -32,11 +54,6 @@ __all__ = [
     "jg_sum_block_f32",
     "jg_sum_block_f64",
 ]
-
-_inline = njit(inline="always", error_model="numpy", cache=False)
-# Block sums may be reassociated (and so vectorised): they are *not* inlined at Numba's IR level, which would give
-# their additions the calling kernel's strict flags; LLVM inlines them later and keeps the flags on these adds only.
-_reassoc = njit(error_model="numpy", cache=False, fastmath={"reassoc"}, nogil=True)
 
 
 @_reassoc
@@ -59,126 +76,3 @@ def jg_sum_block_f64(a):
     for k in range(a.shape[0]):
         s += a[k]
     return s
-
-
-@_inline
-def jg_floordiv_int(a, b):
-    if b == 0:
-        return a - a
-    if b == -1:
-        return -a
-    return a // b
-
-
-@_inline
-def jg_mod_int(a, b):
-    if b == 0 or b == -1:
-        return a - a
-    return a % b
-
-
-@_inline
-def jg_fmod_int(a, b):
-    if b == 0 or b == -1:
-        return a - a
-    r = a % b
-    if r != 0 and (r < 0) != (a < 0):
-        r -= b
-    return r
-
-
-@_inline
-def jg_floordiv_float(a, b):
-    if b == 0:
-        return a / b
-    mod = np.fmod(a, b)
-    div = (a - mod) / b
-    if mod != 0 and (b < 0) != (mod < 0):
-        div -= 1.0
-    if div != 0:
-        floordiv = np.floor(div)
-        if div - floordiv > 0.5:
-            floordiv += 1.0
-    else:
-        floordiv = math.copysign(0.0, a / b)
-    return floordiv
-
-
-@_inline
-def jg_mod_float(a, b):
-    if b == 0:
-        return np.fmod(a, b)
-    mod = np.fmod(a, b)
-    if mod == 0:
-        return math.copysign(0.0, b)
-    if (b < 0) != (mod < 0):
-        mod += b
-    return mod
-
-
-@_inline
-def jg_maximum(a, b):
-    return a if (a >= b or a != a) else b
-
-
-@_inline
-def jg_minimum(a, b):
-    return a if (a <= b or a != a) else b
-
-
-@_inline
-def jg_fmax(a, b):
-    return a if (a >= b or b != b) else b
-
-
-@_inline
-def jg_fmin(a, b):
-    return a if (a <= b or b != b) else b
-
-
-@_inline
-def jg_max_acc(acc, v):
-    """Running max that sticks at the first NaN, as np.max does."""
-    return v if (v > acc or v != v) else acc
-
-
-@_inline
-def jg_min_acc(acc, v):
-    return v if (v < acc or v != v) else acc
-
-
-@_inline
-def jg_sign(a):
-    if a > 0:
-        return 1
-    if a < 0:
-        return -1
-    if a == 0:
-        return 0
-    return a  # NaN
-
-
-@_inline
-def jg_logaddexp(x, y):
-    if x == y:
-        return x + math.log(2.0)
-    d = x - y
-    if d > 0:
-        return x + math.log1p(math.exp(-d))
-    if d <= 0:
-        return y + math.log1p(math.exp(d))
-    return d
-
-
-@_inline
-def jg_power_int(a, b):
-    if b < 0:
-        raise ValueError("Integers to negative integer powers are not allowed.")
-    result = a - a + 1
-    base = a
-    while b:
-        if b & 1:
-            result = result * base
-        base = base * base
-        b >>= 1
-    return result

@@ -326,7 +326,7 @@ def _device_view(node: Node, operands: list[Any]) -> Any:
         spec = node.attrs["spec"]
         if any(isinstance(s, Operand) for s in spec):
             return None
-        result = x[tuple(spec)]
+        result = x[runtime.expand_ellipsis(tuple(spec), x.ndim)]
         return result if runtime.is_device_array(result) else None
     except Exception:  # noqa: BLE001 - a view the device array cannot express: the host computes it
         return None
@@ -379,7 +379,7 @@ def _device_setitem(node: Node, x: Any, value: Any) -> Any:
         return value
     result = runtime.empty(x.shape, x.dtype)
     compiler.assign(result, x)
-    spec = tuple(node.attrs["spec"])
+    spec = runtime.expand_ellipsis(tuple(node.attrs["spec"]), result.ndim)
     target = result[spec] if spec else result
     if not runtime.is_device_array(target):  # an int index selected one element: write through a 1-element view
         spec = tuple(slice(e, e + 1 if e != -1 else None) if isinstance(e, int) else e for e in spec)

@@ -169,6 +169,15 @@ def transpose(value: Any, axes: tuple[int, ...] | None) -> Any:
     return DeviceNDArray(shape, strides, x.dtype, stream=x.stream, gpu_data=x.gpu_data)
 
 
+def expand_ellipsis(spec: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``spec`` with ``...`` written out as full slices: Numba's device arrays index with ints and slices only."""
+    if Ellipsis not in spec:
+        return spec
+    k = spec.index(Ellipsis)
+    explicit = sum(1 for e in spec if e is not Ellipsis and e is not None)
+    return spec[:k] + (slice(None),) * (ndim - explicit) + tuple(e for e in spec[k + 1:] if e is not Ellipsis)
+
+
 def to_device(value: np.ndarray) -> Any:
     return cuda().to_device(np.ascontiguousarray(value))
 
