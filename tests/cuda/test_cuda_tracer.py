@@ -123,12 +123,13 @@ def test_device_arrays_read_from_attributes() -> None:
     w, b, x = (rng.standard_normal((3, 32)).astype(np.float32) for _ in range(3))
     layer = Dense(*dev(w, b))
     got = layer.forward(cuda().to_device(x))
-    np.testing.assert_allclose(got.copy_to_host(), np.maximum(x * w + b, 0.0), rtol=1e-6)
+    # On a GPU, NVVM contracts x * w + b into one fused multiply-add (numba-cuda's default): last-bit differences.
+    np.testing.assert_allclose(got.copy_to_host(), np.maximum(x * w + b, 0.0), rtol=1e-5, atol=1e-6)
     entry = Dense.forward.entries[-1]
     assert any("self.w: device array" in g for g in entry.guard_texts)
     layer.w = cuda().to_device(2 * w)  # another device array of the same shape: same entry, new data
     np.testing.assert_allclose(layer.forward(cuda().to_device(x)).copy_to_host(), np.maximum(2 * x * w + b, 0.0),
-                               rtol=1e-6)
+                               rtol=1e-5, atol=1e-6)
     assert Dense.forward.cache_info().entries == 1
 
 
