@@ -89,8 +89,8 @@ class Graph:
 
     def live_roots(self) -> tuple[Node, ...]:
         """What must be computed: the outputs, the mutation values, and every node that may raise on the data
-        (an index out of range, a failed run-time check), since eager NumPy would raise there even if the value
-        went unused -- dropping it would turn an error into a silent success."""
+        (an index array out of range, a failed run-time check), since eager NumPy would raise there even if the
+        value went unused -- dropping it would turn an error into a silent success."""
         return self.outputs + tuple(n for _, n in self.mutations) + tuple(n for n in self.nodes if may_raise(n))
 
     def __str__(self) -> str:
@@ -99,8 +99,6 @@ class Graph:
         return format_graph(self)
 
 
-# Index operands beyond the array (and, for setitem, the value) are data: they can be out of range at run time.
-_BASE_OPERANDS = {"getitem": 1, "setitem": 2, "scatter_add": 2}
 
 
 def may_raise(node: Node) -> bool:
@@ -112,8 +110,10 @@ def may_raise(node: Node) -> bool:
     if node.op == "power" and getattr(node.type, "dtype", None) is not None and node.type.dtype.kind in "iu":
         exponent = node.inputs[1]  # integers to a negative integer power raise ValueError
         return not (exponent.op == "const" and np.all(np.asarray(exponent.attrs["value"]) >= 0))
-    base = _BASE_OPERANDS.get(node.op)
-    return base is not None and len(node.inputs) > base
+    # A gather with index *arrays* reads data-chosen positions, which can be out of range. (Stores are not listed:
+    # their effect is the mutation, which is live anyway, and a dead functional store is a tracing artefact, such as
+    # the speculative store of a branch, that eager code never executes.)
+    return node.op == "getitem" and any(getattr(i.type, "ndim", 0) > 0 for i in node.inputs[1:])
 
 
 class GraphBuilder:

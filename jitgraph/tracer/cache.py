@@ -169,13 +169,24 @@ class CompiledFunction:
                 raise
             for target, before in saved:
                 np.copyto(target, before)
-            log.warning("jitgraph: the %s backend failed on the first run of %s (%s: %s); this entry now runs "
-                        "eagerly", resolve_backend(self.backend), self.name, type(exc).__name__, exc)
-            entry.mode = "eager"
-            entry.break_reason = BreakReason(f"backend failed on first run: {type(exc).__name__}: {exc}", None, None)
             self._info.fallbacks += 1
-            return self._fn(*args, **kwargs)
+            try:
+                result = self._fn(*args, **kwargs)
+            except Exception as eager_exc:
+                # NumPy raising the same on this data (an index out of range) makes it the caller's error, and the
+                # compiled entry, which behaved as NumPy does, stays.
+                if not isinstance(eager_exc, type(exc)):
+                    self._demote(entry, exc)
+                raise
+            self._demote(entry, exc)
+            return result
         return entry.build(outs, leaves, args, kwargs)
+
+    def _demote(self, entry: Entry, exc: BaseException) -> None:
+        log.warning("jitgraph: the %s backend failed on the first run of %s (%s: %s); this entry now runs "
+                    "eagerly", resolve_backend(self.backend), self.name, type(exc).__name__, exc)
+        entry.mode = "eager"
+        entry.break_reason = BreakReason(f"backend failed on first run: {type(exc).__name__}: {exc}", None, None)
 
     # ---- slow path ------------------------------------------------------------------------------------------
     def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any]) -> Any:

@@ -293,3 +293,21 @@ def test_python_ints_that_fit_or_are_compared_stay_compiled():
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert not compiled.break_reasons()
+
+
+def test_a_data_error_on_the_first_call_keeps_the_compiled_entry(caplog):
+    """An index array out of range raises IndexError in NumPy and in the compiled kernel alike: that is the
+    caller's error, reported as NumPy reports it, and not a reason to demote the entry to eager."""
+    def gather_unused(x, idx):
+        x[idx]
+        return x * 2
+
+    compiled = jitgraph.compile(gather_unused)
+    x = np.arange(5.0)
+    with caplog.at_level("WARNING", logger="jitgraph"), pytest.raises(IndexError, match="out of bounds"):
+        compiled(x, np.array([0, 9]))
+    assert not [r for r in caplog.records if "failed on the first run" in r.getMessage()]
+    np.testing.assert_array_equal(compiled(x, np.array([0, 4])), x * 2)
+    assert not compiled.break_reasons()
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(x, np.array([-7]))
