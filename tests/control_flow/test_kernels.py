@@ -92,3 +92,19 @@ def test_bad_column_index_in_a_prange_loop_raises_after_the_loop() -> None:
     assert "raise IndexError" in driver.source and driver.parallel
     with pytest.raises(IndexError):
         driver([indptr, indices, data, x])
+
+
+@pytest.mark.parametrize("name", ["Floyd-Warshall", "CRC-16", "CSR SpMV", "triangular solve"])
+def test_traced_drivers_copy_no_arrays_inside_loops(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: the speculative store the tracer records for a data-dependent ``if`` was once kept alive as a
+    possible error, and Floyd-Warshall copied its whole matrix in every iteration (3000x slower than numba)."""
+    import jitgraph
+
+    k = KERNELS[name]
+    args = k.make(True)
+    with caplog.at_level("DEBUG", logger="jitgraph.kernels"):
+        got = jitgraph.compile(k.fn)(*copies(list(args)))
+    same(got, k.fn(*copies(list(args))))
+    drivers = [r.getMessage() for r in caplog.records if "loop driver" in r.getMessage()]
+    in_loops = [line for d in drivers for line in d.splitlines() if ".copy()" in line and line.startswith(" " * 8)]
+    assert drivers and not in_loops
