@@ -16,6 +16,13 @@ import pytest
 
 if os.environ.get("JITGRAPH_CUDA_TESTS") != "device" and "numba.cuda" not in sys.modules:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if "numba.core.config" in sys.modules:
+        # numba read its environment when it was imported (the CPU tests collected before this file import it);
+        # numba.cuda decides simulator or driver from that config, so refresh it now, before any test module
+        # collected after this one imports numba.cuda.
+        from numba.core import config
+
+        config.reload_config()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitgraph.backends.cuda import compiler
-
 SOURCE = '''@cuda.jit(device=True)
 def relu_twice_point(x):
     return jg_maximum(x, np.float32(0.0)) * np.float32(2.0)
@@ -23,6 +21,8 @@ def relu_twice(o, a, n):
 
 
 def test_kernel_module_is_written_to_the_cache_and_runs(tmp_path, monkeypatch):
+    from jitgraph.backends.cuda import compiler  # imports numba.cuda: only once conftest.py chose the simulator
+
     monkeypatch.setenv("JITGRAPH_CACHE_DIR", str(tmp_path))
     kernel = compiler._from_cache_file("relu_twice", SOURCE)
     assert kernel is not None
@@ -36,6 +36,8 @@ def test_kernel_module_is_written_to_the_cache_and_runs(tmp_path, monkeypatch):
 
 
 def test_an_unusable_cache_directory_falls_back_to_memory(tmp_path, monkeypatch):
+    from jitgraph.backends.cuda import compiler
+
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     monkeypatch.setenv("JITGRAPH_CACHE_DIR", str(blocked))
