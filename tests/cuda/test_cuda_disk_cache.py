@@ -46,3 +46,18 @@ def test_an_unusable_cache_directory_falls_back_to_memory(tmp_path, monkeypatch)
     out = np.empty(3, np.float32)
     kernel[1, 4](out, np.array([1.0, -2.0, 0.25], np.float32), 3)
     np.testing.assert_array_equal(out, [2.0, 0.0, 0.5])
+
+
+def test_cache_option_reaches_every_kernel_plan():
+    from jitgraph.backends.cuda.backend import compile_graph
+    from jitgraph.ir import GraphBuilder, TensorType
+
+    b = GraphBuilder()
+    x = b.input(TensorType((8,), np.dtype(np.float32)), "x")
+    graph = b.build([b.op("exp", b.op("negative", x))])
+    for cache in (True, False):
+        compiled = compile_graph(graph, {"cache": cache})
+        assert compiled.plans and all(plan.disk_cache is cache for plan in compiled.plans.values())
+        (out,) = compiled([np.arange(8, dtype=np.float32)])
+        np.testing.assert_allclose(np.asarray(out.copy_to_host() if hasattr(out, "copy_to_host") else out),
+                                   np.exp(-np.arange(8, dtype=np.float32)), rtol=1e-6)
