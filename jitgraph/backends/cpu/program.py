@@ -30,7 +30,8 @@ from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
-from jitgraph.passes.fuse import fuse_graph, unfused_reasons
+from jitgraph.passes.fuse import fuse_graph
+from jitgraph.passes.fusion_rules import unfused_reasons
 from jitgraph.passes.plan_memory import _is_view, memory_plan
 
 _ids = itertools.count()
