@@ -9,6 +9,7 @@ import numpy as np
 
 import jitgraph
 from jitgraph.tracer.bytecode import _JUMPS, normalize
+from tests.tracer.test_bytecode_golden import guarded
 
 DROPPED = {"CACHE", "PRECALL", "RESUME", "NOP", "EXTENDED_ARG", "MAKE_CELL", "COPY_FREE_VARS", "KW_NAMES",
            "RETURN_GENERATOR"}
@@ -24,14 +25,6 @@ def sample(x, ws, n=3):
     k = lambda v: v + n
     squares = [k(w) for w in ws]
     return total, squares, {"a": 1, "b": 2}
-
-
-def guarded(x):
-    try:
-        y = x + 1
-    except ValueError:
-        y = x
-    return y
 
 
 def test_no_bookkeeping_opcodes_survive():

@@ -351,7 +351,7 @@ class _Emit:
         w(f"m = min({BLOCK}, n{last} - jb)")
         if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
             name = f"{self.spec.name}_sweep{len(self.helpers)}"
-            lines, call = sweep_helpers.helper(self, name, reds, idx, last, keep)
+            lines, call = sweep_helpers.helper(self, _Writer(), name, reds, idx, last, keep)
             self.helpers.append(lines)
             w(f"bs_ = {call}")
             for k, r in enumerate(reds):

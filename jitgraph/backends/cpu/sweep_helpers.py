@@ -23,18 +23,12 @@ _FREE = re.compile(r"\b(v\d+|xa\d+|a\d+|i\d+|n\d+|s\d+|sc\w+|cnt\w+)\b")
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)")
 
 
-def helper(emit: Any, name: str, reds: list, idx: dict[int, str], last: int, keep: list) -> tuple[list[str], str]:
+def helper(emit: Any, w: Any, name: str, reds: list, idx: dict[int, str], last: int, keep: list
+           ) -> tuple[list[str], str]:
     """Source lines of ``name(jb, m, ...)`` returning the block sums of ``reds`` over ``[jb, jb + m)`` (and storing
-    the ``keep`` values into their scratch rows), and the call expression the kernel uses."""
-    body: list[str] = []
-
-    class _Lines:
-        depth = 2
-
-        def __call__(self, line: str) -> None:
-            body.append("    " * self.depth + line)
-
-    w = _Lines()
+    the ``keep`` values into their scratch rows), and the call expression the kernel uses. ``w`` is a fresh source
+    writer (``kernel_source._Writer``) for the helper's loop body."""
+    w.depth = 2  # inside the def and its loop
     saved = idx.get(last)
     idx[last] = f"i{last}"
     emit.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
@@ -50,6 +44,7 @@ def helper(emit: Any, name: str, reds: list, idx: dict[int, str], last: int, kee
         del idx[last]
     else:
         idx[last] = saved
+    body = w.lines
     assigned = {m.group(1) for line in body if (m := _ASSIGNED.match(line))}
     free = sorted({m for line in body for m in _FREE.findall(line)} - assigned - {f"i{last}"}, key=_natural)
     params = ["jb", "m", *free]
