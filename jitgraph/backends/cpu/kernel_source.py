@@ -94,6 +94,7 @@ class _Emit:
         self.used_math: set[tuple[str, str]] = set()
         self.helpers: list[list[str]] = []  # reassociable sweep blocks (sweep_helpers.py), emitted before the kernel
         self._done_set: set[Node] = set()
+        self._lanes: dict[Node, int] = {}  # accumulators each reduction declares (its sweep decides)
 
     def operand(self, n: Node) -> bool:
         """Values the kernel loads from memory: body inputs and the BLAS product of an epilogue."""
@@ -271,17 +272,20 @@ class _Emit:
         accs = {r: E.accumulator_dtype(r) for r in reds}
         *outer_r, last = spec.inner
         direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
+        blocks = direct and all(self._block_sum(r) and self._slice_of(r, idx, last) for r in reds)
         for r in reds:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
-            w(" = ".join(f"acc{v}_{lane}" for lane in range(LANES)) + f" = {init}")
+            # A sum whose blocks a vectorised helper adds needs one accumulator; folding values needs LANES.
+            self._lanes[r] = 1 if self._block_sum(r) and (blocks or not direct) else LANES
+            w(" = ".join(f"acc{v}_{lane}" for lane in range(self._lanes[r])) + f" = {init}")
             if not direct and not all(self._block_sum(x) for x in reds):  # block sums need no buffer
                 self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))
         for n in keep:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
-        if direct and all(self._block_sum(r) and self._slice_of(r, idx, last) for r in reds):
+        if blocks:
             self._direct_blocks(w, reds, accs, idx, last)
         elif direct:
             self._direct_lanes(w, reds, accs, idx, last)
@@ -393,7 +397,7 @@ class _Emit:
     def _finish(self, w: _Writer, reds: list[Node]) -> None:
         for r in reds:
             v = self.var[r]
-            lanes = [f"acc{v}_{lane}" for lane in range(LANES)]
+            lanes = [f"acc{v}_{lane}" for lane in range(self._lanes[r])]
             while len(lanes) > 1:  # pairwise, like the lanes' own order
                 lanes = [f"({E.reduction_combine(r.op, a, b)})" for a, b in zip(lanes[::2], lanes[1::2])]
             total = lanes[0]
