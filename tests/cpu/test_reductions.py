@@ -86,3 +86,23 @@ def test_zero_size_reductions():
                      b.op("any", p, axis=(0,), keepdims=False), b.op("all", p, axis=(0,), keepdims=False),
                      b.op("mean", p, axis=(1,), keepdims=False)])
     check_against_eager(graph, [np.zeros((0, 4))])
+
+
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_mean_with_integer_dtype_wraps_its_sum_like_numpy(axis):
+    """NumPy sums in the requested integer type (wrapping), then truncates the float quotient; the CPU kernels used
+    to accumulate such means in float64 and returned -56 where NumPy returns 8 (regression)."""
+    import jitgraph
+
+    def f(x):
+        return (x * 2).mean(axis=axis, dtype=np.int8), (x * x).mean(axis=axis, dtype=np.int16)
+
+    x = np.full((4, 100), 100, np.int8)
+    x[1] = -7
+    x[:, 3] = 77
+    with np.errstate(all="ignore"):
+        want = f(x)
+        got = jitgraph.compile(f, backend="cpu", cache=False)(x)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)

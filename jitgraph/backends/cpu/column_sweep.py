@@ -56,7 +56,9 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     _column_values(emit, w, 0)
     for r in reds:
         v = emit.var[r]
-        total = f"col{v}[i1 - ulo]" + (f" / cnt{v}" if r.op == "mean" else "")
+        total = f"col{v}[i1 - ulo]"
+        if r.op == "mean":
+            total = E.mean_total(total, f"cnt{v}", r.type.dtype)
         w(f"{v} = {E.cast(total, r.type.dtype)}")
         emit._done.add(r)
     emit._outer_values(w, 1)

@@ -17,7 +17,7 @@ from jitgraph.backends import emitter_table as shared
 from jitgraph.backends.emitter_table import cast, np_name, reduction_init
 from jitgraph.ir.graph import Node
 
-__all__ = ["EMITTERS", "MATH_FUNCS", "VECTORISED", "EmitContext", "accumulator_dtype", "cast", "np_name",
+__all__ = ["EMITTERS", "MATH_FUNCS", "VECTORISED", "EmitContext", "accumulator_dtype", "cast", "mean_total", "np_name",
            "reduction_combine", "reduction_init"]
 
 _NUMPY_SPELLED = ("exp2", "fmod", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite")
@@ -62,7 +62,11 @@ def reduction_combine(op: str, acc: str, value: str) -> str:
 
 
 def accumulator_dtype(node: Node) -> np.dtype:
-    """The shared rule (float32 sums in float64); a mean with an integer ``dtype=`` accumulates in float64 here."""
-    if node.op == "mean" and node.type.dtype.kind != "f":
-        return np.dtype(np.float64)
+    """The shared rule (float32 sums in float64, integer sums in the result's integer type)."""
     return shared.accumulator_dtype(node.op, node.type.dtype)
+
+
+def mean_total(total: str, count: str, out: np.dtype) -> str:
+    """A mean from its sum, as NumPy forms it: with an integer ``dtype=`` the sum wraps in that type first (Numba
+    widens narrow integer sums to int64), then the float quotient is truncated by the caller's cast."""
+    return f"{cast(total, out) if out.kind in 'iu' else total} / {count}"

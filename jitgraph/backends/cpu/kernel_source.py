@@ -402,7 +402,7 @@ class _Emit:
                 lanes = [f"({E.reduction_combine(r.op, a, b)})" for a, b in zip(lanes[::2], lanes[1::2])]
             total = lanes[0]
             if r.op == "mean":
-                total = f"{total} / cnt{v}"
+                total = E.mean_total(total, f"cnt{v}", r.type.dtype)
             w(f"{v} = {E.cast(total, r.type.dtype)}")
             self._done.add(r)
 
