@@ -106,3 +106,25 @@ def test_mean_with_integer_dtype_wraps_its_sum_like_numpy(axis):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_array_equal(g, w)
+
+
+def test_whole_array_reductions_of_an_input_compile():
+    """A sum over every axis of a 2-D argument reads the argument directly (no producer in the kernel); deciding
+    its accumulators once asked for the row index before the loops existed (KeyError, demoted to eager)."""
+    import jitgraph
+
+    def total_then_overwrite(x):
+        y = x.sum()
+        x[:] = 5
+        return y
+
+    def centre(x):
+        x -= x.mean()
+        return x
+
+    for f in (total_then_overwrite, centre):
+        mine, ref = np.arange(12.0).reshape(3, 4), np.arange(12.0).reshape(3, 4)
+        compiled = jitgraph.compile(f, backend="cpu", cache=False)
+        np.testing.assert_allclose(compiled(mine), f(ref))
+        np.testing.assert_array_equal(mine, ref)
+        assert compiled.break_reasons() == []

@@ -272,7 +272,7 @@ class _Emit:
         accs = {r: E.accumulator_dtype(r) for r in reds}
         *outer_r, last = spec.inner
         direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
-        blocks = direct and all(self._block_sum(r) and self._slice_of(r, idx, last) for r in reds)
+        blocks = direct and all(self._block_sum(r) and self._walks(r, last) for r in reds)
         for r in reds:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
@@ -307,11 +307,15 @@ class _Emit:
         accumulator's."""
         return r.inputs[0].type.dtype if self._block_sum(r) else acc
 
+    def _walks(self, r: Node, last: int) -> bool:
+        """Whether ``r``'s operand walks the innermost reduced axis (so its blocks are slices of a row)."""
+        return self.args[self.spec.use_of[(r, r.inputs[0])]].walks[last]
+
     def _slice_of(self, r: Node, idx: dict[int, str], last: int) -> str | None:
         """``a0[i0, jb:jb + m]``: the block of ``r``'s operand, when it walks the innermost reduced axis."""
-        arg = self.args[self.spec.use_of[(r, r.inputs[0])]]
-        if not arg.walks[last]:
+        if not self._walks(r, last):
             return None
+        arg = self.args[self.spec.use_of[(r, r.inputs[0])]]
         saved = idx.get(last)
         idx[last] = "jb:jb + m"
         text = self.index(arg, idx)
