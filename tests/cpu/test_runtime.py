@@ -185,3 +185,24 @@ def test_large_launches_split_the_outer_loop_across_threads(monkeypatch):
     check_against_eager(graph, [rng.standard_normal((64, 128)).astype(np.float32)], compiled)
     (launch,) = next(iter(compiled.kernels.values())).launches.values()
     assert launch.source.count("POOL.submit(KERNEL") == 2 and "KERNEL(0, 21," in launch.source
+
+
+def test_loop_bound_given_as_a_zero_d_array():
+    """``range(n)`` with ``n = np.array(3)``: the loop driver's signature takes a scalar, so the 0-d array is
+    unwrapped on the way in (Numba rejected it and the entry was demoted to eager); a mutated 0-d argument keeps
+    its buffer."""
+    import jitgraph
+
+    def running(x, acc, n):
+        s = x[0]
+        for i in range(n):
+            s = s + x[i]
+            acc[...] += x[i]
+        return s
+
+    x = np.arange(5.0)
+    mine, ref = np.array(0.0), np.array(0.0)
+    compiled = jitgraph.compile(running, backend="cpu", cache=False)
+    assert compiled(x, mine, np.array(4)) == running(x, ref, np.array(4))
+    assert mine == ref == 6.0
+    assert compiled.break_reasons() == []

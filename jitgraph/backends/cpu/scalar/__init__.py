@@ -135,12 +135,17 @@ class RegionDriver:
         self.compile_seconds = time.perf_counter() - started
         self._out_types = [o.type for o in graph.outputs]
         self._mutated = [i for i, _ in graph.mutations]
+        # Inputs typed as scalars may arrive as 0-d arrays (``range(n)`` with ``n = np.array(3)``): the driver's
+        # signature takes the scalar.
+        self._scalars = [k for k, n in enumerate(graph.inputs) if n.tensor_type.shape == () and k not in self._mutated]
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         if self._mutated and _aliased(args, self._mutated):
             from jitgraph.backends import eager
 
             return eager.run(self.graph, args)
+        if any(isinstance(args[k], np.ndarray) for k in self._scalars):
+            args = [a[()] if k in self._scalars and isinstance(a, np.ndarray) else a for k, a in enumerate(args)]
         raw = self.dispatcher(*args, *self.const_args)
         return [_convert(v, t) for v, t in zip(raw, self._out_types)]
 
