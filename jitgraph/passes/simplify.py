@@ -176,7 +176,18 @@ def _minimise_broadcasts(emit: Emitter, m: Match) -> Node | None:
     return emit.op(root.op, emit.op(root.op, m1, m2), small)
 
 
+def _no_axes(node: Node) -> bool:
+    return tuple(node.attrs.get("axis", (None,))) == ()
+
+
+def _reduce_nothing(emit: Emitter, m: Match) -> Node:
+    """A reduction over no axes is its operand in the result dtype (bool for any/all), as NumPy computes it."""
+    return emit.op("astype", m["x"], dtype=m["root"].tensor_type.dtype)
+
+
 IDENTITY_RULES: tuple[Rule, ...] = (
+    Rule("reduce_no_axes", pat(("sum", "prod", "max", "min", "mean", "any", "all"), var("x"), name="root",
+                               where=_no_axes), _reduce_nothing, "reduce(x, axis=()) -> x.astype(result dtype)"),
     Rule("multiply_one", pat("multiply", var("x"), const("c", is_one), commutative=True), _x_if("biuf"),
          "x * 1 -> x (not complex: (inf+1j)*(1+0j) is inf+nanj)"),
     Rule("divide_one", pat("divide", var("x"), const("c", is_one)), _x_if("f"), "x / 1 -> x for floats"),

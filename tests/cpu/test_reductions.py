@@ -128,3 +128,19 @@ def test_whole_array_reductions_of_an_input_compile():
         np.testing.assert_allclose(compiled(mine), f(ref))
         np.testing.assert_array_equal(mine, ref)
         assert compiled.break_reasons() == []
+
+
+def test_reductions_over_no_axes_compile():
+    """``x.sum(axis=())`` reduces nothing: the kernel generator had no emitter for it (KeyError, demoted to eager);
+    the simplifier now turns it into a cast to the result dtype."""
+    import jitgraph
+
+    fns = [lambda x: (x * 1).prod(axis=(), dtype=np.int64), lambda x: (x * 2).sum(axis=()),
+           lambda x: np.any(x, axis=(), keepdims=True), lambda x: x.mean(axis=())]
+    for x in (np.array([[True, False], [True, True]]), np.array([[np.nan, -0.0], [np.inf, 2.5]])):
+        for f in fns:
+            compiled = jitgraph.compile(f, backend="cpu", cache=False)
+            got, want = compiled(x), f(x)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            assert compiled.break_reasons() == []

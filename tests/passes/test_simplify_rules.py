@@ -30,6 +30,24 @@ def simplify(graph, **options):
 
 
 CASES = [
+    Case("reduce_no_axes", lambda b, x: b.op("mean", x, axis=(), keepdims=False), (i32(2, 3),), """
+        %0 = input[x0] : i32[2,3]
+        %1 = mean(%0, axis=(), keepdims=False) : f64[2,3]
+        return %1
+    """, """
+        %0 = input[x0] : i32[2,3]
+        %1 = astype(%0, dtype=f64) : f64[2,3]
+        return %1
+    """),
+    Case("reduce_no_axes_any", lambda b, x: b.op("any", x, axis=(), keepdims=True), (f32(4),), """
+        %0 = input[x0] : f32[4]
+        %1 = any(%0, axis=(), keepdims=True) : b1[4]
+        return %1
+    """, """
+        %0 = input[x0] : f32[4]
+        %1 = astype(%0, dtype=b1) : b1[4]
+        return %1
+    """),
     Case("multiply_one", lambda b, x: b.op("multiply", x, b.const(1)), (f32(2, 3),), """
         %0 = input[x0] : f32[2,3]
         %1 = const(1) : pyint[]
