@@ -122,8 +122,34 @@ _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "bitwise_
           "greater_equal": ">="}
 
 
+_COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def _exact_comparison(args: Sequence[str], ctx: EmitContext) -> str | None:
+    """An integer array compared with a Python int, as NumPy 2 compares it: exactly, even when the int is outside
+    the array's range (``int8 > 300`` is False everywhere, ``uint8 >= -1`` True), where casting the int to the
+    loop's type would wrap it. Compared in int64, which holds both sides for every integer dtype but uint64; a
+    uint64 array against a negative int has a fixed answer."""
+    weak = [i.type.weak and i.type.dtype.kind in "iu" for i in ctx.node.inputs]
+    if ctx.node.op not in _COMPARISONS or weak.count(True) != 1 or ctx.loop[0].kind not in "iu":
+        return None
+    op, k = _INFIX[ctx.node.op], weak.index(True)
+    python_int = cast(args[k], np.dtype(np.int64), ctx.in_dtypes[k])
+    if ctx.loop[0] != np.dtype(np.uint64):
+        a, b = (cast(x, np.dtype(np.int64), d) for x, d in zip(args, ctx.in_dtypes))
+        return f"({a} {op} {b})"
+    a, b = loop_args(args, ctx)
+    # The Python int is below every uint64: true for "array > int" (or "int < array") and for "!=".
+    array_side_greater = op in (">", ">=") if k == 1 else op in ("<", "<=")
+    fixed = truth(array_side_greater or op == "!=", ctx.out_dtype)
+    return f"(({a} {op} {b}) if {python_int} >= 0 else {fixed})"
+
+
 @_define(*_INFIX)
 def _infix(args: Sequence[str], ctx: EmitContext) -> str:
+    exact = _exact_comparison(args, ctx)
+    if exact is not None:
+        return exact
     a, b = loop_args(args, ctx)
     op = _INFIX[ctx.node.op]
     if ctx.loop[0] == np.dtype(bool):  # NumPy's boolean add/multiply are or/and

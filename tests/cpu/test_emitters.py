@@ -109,3 +109,24 @@ def test_libm_option_matches_numpy_closely():
     got = cpu_compile(graph, math="libm")([xs])
     np.testing.assert_allclose(got[0], np.tanh(xs), rtol=1e-15)
     np.testing.assert_allclose(got[1], np.exp(xs), rtol=1e-15)
+
+
+_COMPARE = [lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b,
+            lambda a, b: a == b, lambda a, b: a != b]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.uint64])
+def test_integer_array_compared_with_a_python_int_outside_its_range(dtype):
+    """NumPy 2 compares exactly (``int8 > 300`` is False everywhere, ``uint8 >= -1`` True); casting the int to the
+    loop's type wrapped it (300 -> 44), silently (regression)."""
+    import jitgraph
+
+    x = np.array([np.iinfo(dtype).min, 0, 1, 44, np.iinfo(dtype).max], dtype)
+    for k, op in enumerate(_COMPARE):
+        for f in (lambda x, s, op=op: op(x, s), lambda x, s, op=op: op(s, x)):
+            compiled = jitgraph.compile(f, backend="cpu", cache=False)  # one entry: the int is a run-time value
+            for c in (300, -1, -300, 2**40, -(2**63), 7):
+                got, want = compiled(x, c), f(x, c)
+                assert compiled.break_reasons() == []
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want, err_msg=f"comparison {k} with {c}")
