@@ -117,6 +117,13 @@ def loop_args(args: Sequence[str], ctx: EmitContext) -> list[str]:
     return [cast(a, loop[k], ctx.in_dtypes[k]) for k, a in enumerate(args)]
 
 
+def wrapping(a: str, op: str, b: str) -> str:
+    """int64 ``a op b`` that wraps on overflow as NumPy's does. Numba marks signed arithmetic ``nsw`` (overflow is
+    undefined), and LLVM uses that: ``x + (-2**63)`` became ``x | -2**63``. Unsigned arithmetic has no such flag
+    and is the same machine instruction."""
+    return f"np.int64(np.uint64({a}) {op} np.uint64({b}))"
+
+
 _INFIX = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "bitwise_and": "&", "bitwise_or": "|",
           "bitwise_xor": "^", "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
           "greater_equal": ">="}
@@ -152,6 +159,8 @@ def _infix(args: Sequence[str], ctx: EmitContext) -> str:
         return exact
     a, b = loop_args(args, ctx)
     op = _INFIX[ctx.node.op]
+    if ctx.loop[0] == np.dtype(np.int64) and op in "+-*":
+        return wrapping(a, op, b)
     if ctx.loop[0] == np.dtype(bool):  # NumPy's boolean add/multiply are or/and
         if op in ("+", "*"):
             op = "|" if op == "+" else "&"
@@ -187,6 +196,8 @@ def _negative(args: Sequence[str], ctx: EmitContext) -> str:
         return f"(-{a})"
     if ctx.out_dtype.kind == "b":
         raise ctx.unsupported("negative on booleans")
+    if ctx.loop[0] == np.dtype(np.int64):
+        return wrapping("np.int64(0)", "-", a)
     return f"({cast('0', ctx.loop[0])} - {a})"  # 0 - a, so unsigned types wrap as in NumPy
 
 

@@ -130,3 +130,18 @@ def test_integer_array_compared_with_a_python_int_outside_its_range(dtype):
                 assert compiled.break_reasons() == []
                 assert got.dtype == want.dtype
                 np.testing.assert_array_equal(got, want, err_msg=f"comparison {k} with {c}")
+
+
+def test_int64_arithmetic_wraps_even_where_llvm_could_assume_it_does_not():
+    """Numba marks signed arithmetic ``nsw`` (overflow undefined) and LLVM turned ``x + (-2**63)`` into
+    ``x | -2**63``: -2**63 + -2**63 gave -2**63 instead of NumPy's wrapped 0 (regression)."""
+    import jitgraph
+
+    y = np.array([-(2**63), 1, 2**62, -5, 2**63 - 1], np.int64)
+    fns = [lambda x: x + (-(2**63)), lambda x: x - (-(2**63)), lambda x: -x, lambda x: x * 4 + 3,
+           lambda x: (x + 2**62) + 2**62]
+    for f in fns:
+        with np.errstate(over="ignore"):
+            got, want = jitgraph.compile(f, backend="cpu", cache=False)(y), f(y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
