@@ -13,9 +13,56 @@ from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 
 # ---- creation -------------------------------------------------------------------------------------------------
+# Sizes are what ``operator.index`` accepts (NumPy raises TypeError for ``np.eye(3.0)``); anything else breaks, and
+# the eager call raises NumPy's own error. Results laid out in another order than C are a transpose view of a C array
+# with the axes in memory order, so later reshapes and ravels copy or view exactly where NumPy's would.
+def _size(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _int_arg(tx: TraceContext, value: Any, what: str, allow_bool: bool = False) -> int:
+    if _size(value) or (allow_bool and isinstance(value, bool | np.bool_)):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        err = TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+        tx.graph_break(f"{what}: {err}", err)
+    tx.graph_break(f"{what}: a {type(value).__name__} where NumPy wants an integer")
+
+
+def _creation_kwargs(tx: TraceContext, kwargs: dict[str, Any], what: str) -> None:
+    """``like=None`` and ``device='cpu'`` change nothing; any other keyword is NumPy's TypeError or not traced."""
+    for key, value in kwargs.items():
+        if key not in ("like", "device"):
+            err = TypeError(f"{what}() got an unexpected keyword argument '{key}'")
+            tx.graph_break(str(err), err)
+        if value is not None and not (key == "device" and value == "cpu"):
+            tx.graph_break(f"np.{what}({key}={value!r}) is not supported by the tracer")
+
+
+def _creation_order(tx: TraceContext, order: Any, what: str) -> str:
+    if isinstance(order, str) and order.upper() in ("C", "F"):
+        return order.upper()
+    tx.graph_break(f"np.{what}(order={order!r}): only 'C' and 'F' are traced")
+
+
+def _laid_out(tx: TraceContext, make: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None) -> TArray:
+    """``make(shape)`` (a node) laid out in memory with ``axes`` outermost-first; None or ``range(n)`` is C order."""
+    if axes is None or axes == tuple(range(len(shape))) or len(shape) != len(axes):
+        return tx.fresh(make(shape))
+    base = tx.fresh(make(tuple(shape[a] for a in axes)))
+    return tx.view(base, "transpose", axes=tuple(int(i) for i in np.argsort(axes)))
+
+
+def _f_axes(shape: tuple[int, ...], order: str) -> tuple[int, ...] | None:
+    return tuple(reversed(range(len(shape)))) if order == "F" else None
+
+
 def _fill(name: str) -> Lowering:
     def fn(tx: TraceContext, shape: Any, dtype: Any = float, order: str = "C", **kwargs: Any) -> Any:
-        return tx.fresh(tx.op(name, shape=_shape_arg(tx, shape), dtype=_dtype(tx, dtype)))
+        _creation_kwargs(tx, kwargs, name)
+        dims, dt = _shape_arg(tx, shape), _dtype(tx, dtype)
+        axes = _f_axes(dims, _creation_order(tx, order, name))
+        return _laid_out(tx, lambda s: tx.op(name, shape=s, dtype=dt), dims, axes)
 
     return fn
 
@@ -25,33 +72,60 @@ NUMPY[np.ones] = _fill("ones")
 NUMPY[np.empty] = _fill("zeros")  # contents unspecified: zeros is a valid choice and keeps outputs deterministic
 
 
-def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.dtype | None) -> TArray:
+def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.dtype | None,
+               axes: tuple[int, ...] | None = None) -> TArray:
     if isinstance(value, TArray):
         node = tx.read(value)
         dt = dtype if dtype is not None else (np.dtype(np.float64) if node.tensor_type.weak else
                                                node.tensor_type.dtype)
         node = tx.op("astype", node, dtype=dt)
-        return tx.fresh(tx.op("copy", tx.op("broadcast_to", node, shape=shape)))
+        return _laid_out(tx, lambda s: tx.op("copy", tx.op("broadcast_to", node, shape=s)), shape, axes)
     if not is_plain(value):
         tx.graph_break("np.full with a non-scalar fill value")
     dt = dtype if dtype is not None else np.asarray(value).dtype
-    return tx.fresh(tx.op("full", shape=shape, dtype=dt, value=value))
+    return _laid_out(tx, lambda s: tx.op("full", shape=s, dtype=dt, value=value), shape, axes)
 
 
 @numpy(np.full)
-def _full(tx: TraceContext, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> Any:
-    return _full_node(tx, _shape_arg(tx, shape), fill_value, None if dtype is None else _dtype(tx, dtype))
+def _full(tx: TraceContext, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kwargs: Any) -> Any:
+    _creation_kwargs(tx, kwargs, "full")
+    dims = _shape_arg(tx, shape)
+    return _full_node(tx, dims, fill_value, None if dtype is None else _dtype(tx, dtype),
+                      _f_axes(dims, _creation_order(tx, order, "full")))
+
+
+def _like_axes(tx: TraceContext, a: TArray, shape: tuple[int, ...], order: Any) -> tuple[int, ...] | None:
+    """NumPy's memory order for ``*_like(a, order=...)``: 'K' follows ``a``'s strides, 'A' is F for a Fortran
+    array; a new ``shape`` of another rank is C."""
+    from jitgraph.tracer.numpy_shapes import _stride_proto
+
+    if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
+        tx.graph_break(f"*_like(order={order!r}): NumPy raises or the order is not traced")
+    order = order.upper()
+    if order in ("C", "F"):
+        return _f_axes(shape, order)
+    proto = _stride_proto(tx, a)
+    if proto is None or proto.flags.c_contiguous or proto.ndim != len(shape):
+        return None  # unknown strides: the IR's own assumption (computed arrays are C-ordered)
+    if proto.flags.f_contiguous:
+        return _f_axes(shape, "F")
+    if order == "A":
+        return None
+    return tuple(sorted(range(proto.ndim), key=lambda i: (-abs(proto.strides[i]), i)))
 
 
 def _like(name: str) -> Lowering:
     def fn(tx: TraceContext, a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
-           shape: Any = None) -> Any:
-        t = tx.type_of(_array(tx, a))
+           shape: Any = None, **kwargs: Any) -> Any:
+        _creation_kwargs(tx, kwargs, f"{name}_like")
+        x = _array(tx, a)
+        t = tx.type_of(x)
         out_shape = t.shape if shape is None else _shape_arg(tx, shape)
         dt = t.dtype if dtype is None else _dtype(tx, dtype)
         if t.weak and dtype is None:
             dt = np.dtype(np.float64) if t.dtype.kind == "f" else np.dtype(np.int64)
-        return tx.fresh(tx.op(name, shape=out_shape, dtype=dt))
+        axes = _like_axes(tx, x, out_shape, order)
+        return _laid_out(tx, lambda s: tx.op(name, shape=s, dtype=dt), out_shape, axes)
 
     return fn
 
@@ -62,33 +136,52 @@ NUMPY[np.empty_like] = _like("zeros")
 
 
 @numpy(np.full_like)
-def _full_like(tx: TraceContext, a: Any, fill_value: Any, dtype: Any = None, **kwargs: Any) -> Any:
-    t = tx.type_of(_array(tx, a))
-    return _full_node(tx, t.shape, fill_value, t.dtype if dtype is None else _dtype(tx, dtype))
+def _full_like(tx: TraceContext, a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, **kwargs: Any) -> Any:
+    _creation_kwargs(tx, kwargs, "full_like")
+    x = _array(tx, a)
+    t = tx.type_of(x)
+    out_shape = t.shape if shape is None else _shape_arg(tx, shape)
+    return _full_node(tx, out_shape, fill_value, t.dtype if dtype is None else _dtype(tx, dtype),
+                      _like_axes(tx, x, out_shape, order))
 
 
 @numpy(np.arange)
-def _arange(tx: TraceContext, start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+def _arange(tx: TraceContext, start: Any, stop: Any = None, step: Any = None, dtype: Any = None,
+            **kwargs: Any) -> Any:
+    """NumPy's dtype for arange is the promotion of every bound (stop and step included) with at least intp:
+    ``np.arange(3.)`` is float64, ``np.arange(np.int8(3))`` int64."""
+    _creation_kwargs(tx, kwargs, "arange")
     if contains_tarray([start, stop, step]):
         tx.graph_break("np.arange with bounds computed from array data")
+    bounds = [v for v in (start, stop, step) if v is not None]
+    if not all(isinstance(v, bool | int | float | complex | np.number | np.bool_) for v in bounds):
+        tx.graph_break("np.arange with bounds that are not numbers")
+    try:
+        dt = np.result_type(np.intp, *(np.asarray(v).dtype for v in bounds)) if dtype is None else np.dtype(dtype)
+    except Exception as exc:  # noqa: BLE001
+        tx.graph_break(f"np.arange: {exc}", exc)
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    try:
-        dt = np.arange(start, start + step, step, dtype=dtype).dtype
-    except Exception as exc:  # noqa: BLE001
-        tx.graph_break(f"np.arange: {exc}", exc)
     return tx.fresh(tx.op("arange", start=start, stop=stop, step=step, dtype=dt))
 
 
 @numpy(np.eye)
-def _eye(tx: TraceContext, N: int, M: int | None = None, k: int = 0, dtype: Any = float, **kwargs: Any) -> Any:
-    return tx.fresh(tx.op("eye", n=int(N), m=int(N if M is None else M), k=int(k), dtype=_dtype(tx, dtype)))
+def _eye(tx: TraceContext, N: Any, M: Any = None, k: Any = 0, dtype: Any = float, order: str = "C",
+         **kwargs: Any) -> Any:
+    _creation_kwargs(tx, kwargs, "eye")
+    n = _int_arg(tx, N, "eye")
+    m = n if M is None else _int_arg(tx, M, "eye")
+    diag, dt = _int_arg(tx, k, "eye", allow_bool=True), _dtype(tx, dtype)
+    if _creation_order(tx, order, "eye") == "C":
+        return tx.fresh(tx.op("eye", n=n, m=m, k=diag, dtype=dt))
+    return _laid_out(tx, lambda s: tx.op("eye", n=m, m=n, k=-diag, dtype=dt), (n, m), (1, 0))  # eye(n, m, k).T
 
 
 @numpy(np.identity)
-def _identity(tx: TraceContext, n: int, dtype: Any = None) -> Any:
-    return _eye(tx, n, dtype=float if dtype is None else dtype)
+def _identity(tx: TraceContext, n: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    return _eye(tx, n, dtype=float if dtype is None else dtype, **kwargs)
 
 
 @numpy(np.copy)

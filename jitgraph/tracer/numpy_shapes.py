@@ -7,28 +7,142 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.ir.ops.indexing import build_index
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_table import _array, _axes, _no_out, _shape_arg, method, numpy
-from jitgraph.tracer.values import TArray
+from jitgraph.tracer.values import Buffer, TArray
+
+# ---- memory layout ------------------------------------------------------------------------------------------
+# NumPy decides view-or-copy from strides, so the tracer replays a value's view path on a *stride prototype*: an
+# array with the value's exact shape and strides over a one-element buffer (``as_strided``). Only view operations
+# (basic getitem, transpose, broadcast_to, reshape with copy=False) ever touch it, and they never read the data.
+_CREATED_C = frozenset({"input", "const", "zeros", "ones", "full", "empty", "arange", "eye"})
+_ORDERS = {"C": "C", "F": "F", "A": "A", "K": "K"}
+
+
+def _caller_array(tx: TraceContext, buffer: Buffer) -> Any:
+    """The array a graph-input buffer was made from (its strides are part of the dispatch key), or None."""
+    if buffer.input_index is None:
+        return None
+    for key, value in tx._by_id.items():  # the context keeps its arguments by id
+        if value.buffer is buffer:
+            return next((v for v in tx._keep if id(v) == key), None)
+    return None
+
+
+def _contiguous_strides(shape: tuple[int, ...], itemsize: int, order: str) -> tuple[int, ...]:
+    strides, step = [0] * len(shape), itemsize
+    for i in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
+        strides[i], step = step, step * max(shape[i], 1)
+    return tuple(strides)
+
+
+def _stride_proto(tx: TraceContext, x: TArray) -> np.ndarray | None:
+    """A stand-in with ``x``'s shape and NumPy strides, or None when the tracer cannot know them (a strided array
+    that is not a caller's array, e.g. a branch result)."""
+    if x.kind != "array":
+        return None
+    origin = x.buffer.origin
+    t = origin.tensor_type
+    caller = _caller_array(tx, x.buffer)
+    strides = getattr(caller, "strides", None)
+    if strides is None or len(strides) != t.ndim:
+        if t.layout == "S":
+            return None
+        strides = _contiguous_strides(t.shape, t.dtype.itemsize, t.layout)
+    proto = np.lib.stride_tricks.as_strided(np.empty(1, t.dtype), t.shape, strides, writeable=False)
+    try:
+        for step in x.path:
+            kw = step.kwargs
+            if step.op == "getitem":
+                proto = proto[build_index(kw["spec"], ())]
+            elif step.op == "transpose":
+                proto = proto.transpose(kw["axes"])
+            elif step.op == "broadcast_to":
+                proto = np.broadcast_to(proto, kw["shape"])
+            elif step.op == "reshape":
+                proto = np.reshape(proto, kw["shape"], copy=False)
+            else:
+                return None
+    except (ValueError, IndexError, TypeError):
+        return None
+    return proto
+
+
+def _order(tx: TraceContext, order: Any, what: str) -> str:
+    if order is None:
+        return "C"
+    if isinstance(order, str) and order.upper() in _ORDERS:
+        return _ORDERS[order.upper()]
+    err = ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    tx.graph_break(f"{what}: {err}", err if isinstance(order, str) else None)
+
+
+def _memory_order(tx: TraceContext, x: TArray, order: str, what: str) -> tuple[str, np.ndarray | None]:
+    """Resolve 'A' and 'K' as NumPy does: 'C', 'F' or 'K' (a non-contiguous array in its memory order)."""
+    proto = _stride_proto(tx, x)
+    if order in "CF":
+        return order, proto
+    if tx.type_of(x).ndim <= 1:
+        return "C", proto  # one axis: every order is C order (and 'K' keeps a reversed axis reversed)
+    if proto is None or x.buffer.origin.op not in _CREATED_C:
+        # a computed array (x.T + 1, np.copy(x.T)) is laid out by NumPy's order='K' rules, which the IR's types
+        # do not follow: its memory order is unknown here
+        tx.graph_break(f"{what}(order={order!r}) of an array whose memory order the tracer does not know")
+    if order == "A":
+        return ("F" if proto.flags.f_contiguous and not proto.flags.c_contiguous else "C"), proto
+    if proto.flags.c_contiguous:
+        return "C", proto
+    return ("F" if proto.flags.f_contiguous else "K"), proto
+
+
+def _keep_order_axes(tx: TraceContext, proto: np.ndarray, what: str) -> tuple[int, ...]:
+    """The axes by descending absolute stride (ties in C order): NumPy's order='K' traversal."""
+    if any(s == 0 and d > 1 for s, d in zip(proto.strides, proto.shape)):
+        tx.graph_break(f"{what}(order='K') of a broadcast view")
+    return tuple(sorted(range(proto.ndim), key=lambda i: (-abs(proto.strides[i]), i)))
+
+
+def _flat_copy(tx: TraceContext, x: TArray, axes: tuple[int, ...] | None) -> TArray:
+    node = tx.read(x)
+    if axes is not None and axes != tuple(range(len(axes))):
+        node = tx.op("transpose", node, axes=axes)
+    return tx.fresh(tx.op("copy", tx.op("reshape", node, shape=(-1,))))
 
 
 # ---- shape ----------------------------------------------------------------------------------------------------
 def _reshape_to(tx: TraceContext, a: Any, shape: tuple[int, ...]) -> TArray:
-    """A reshape is a view of a C-contiguous array; of anything else NumPy may copy, so writes through such a
-    reshape break the trace (``TraceContext.write``) rather than guess."""
-    return tx.view(_array(tx, a), "reshape", shape=shape)
+    """NumPy's reshape (copy=None): a view when the new shape fits the old strides, otherwise a copy, so a later
+    write to the base reaches a view and never a copy. Unknown strides break unless every layout gives a view."""
+    x = _array(tx, a)
+    view = tx.view(x, "reshape", shape=shape)  # type-checks now: NumPy's shape errors come first
+    if x.kind != "array":
+        return view  # a scalar's reshape is a new array already
+    proto = _stride_proto(tx, x)
+    if proto is not None:
+        try:
+            np.reshape(proto, shape, copy=False)
+        except ValueError:
+            return tx.fresh(tx.op("copy", tx.read(view)))
+    elif tx.layout(x) != "C" and _non_unit(tx.type_of(x).shape) != _non_unit(tx.type_of(view).shape):
+        tx.graph_break("reshape of an array whose strides the tracer does not know (NumPy may copy)")
+    return view
+
+
+def _non_unit(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1) if 0 not in shape else (0,)
 
 
 @numpy(np.reshape)
 def _np_reshape(tx: TraceContext, a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
-    if order != "C":
+    if _order(tx, order, "reshape") != "C":
         tx.graph_break("reshape with order other than 'C'")
     return _reshape_to(tx, a, _shape_arg(tx, shape if shape is not None else newshape))
 
 
 @method("reshape")
 def _m_reshape(tx: TraceContext, a: Any, *shape: Any, order: str = "C") -> Any:
-    if order != "C":
+    if _order(tx, order, "reshape") != "C":
         tx.graph_break("reshape with order other than 'C'")
     if len(shape) == 1:
         shape = shape[0]
@@ -38,12 +152,32 @@ def _m_reshape(tx: TraceContext, a: Any, *shape: Any, order: str = "C") -> Any:
 @numpy(np.ravel)
 @method("ravel")
 def _ravel(tx: TraceContext, a: Any, order: str = "C") -> Any:
-    return _reshape_to(tx, a, (-1,))
+    """NumPy's ravel: a view only of an array already contiguous in the requested order (or, for 'K', in its own
+    memory order); anything else is a copy, even where a reshape could have been a view (``x[::2].ravel()``)."""
+    x = _array(tx, a)
+    order, proto = _memory_order(tx, x, _order(tx, order, "ravel"), "ravel")
+    if proto is None:
+        if x.kind == "array" and tx.type_of(x).size > 1 and (order != "C" or tx.layout(x) != "C"):
+            tx.graph_break("ravel of an array whose strides the tracer does not know (NumPy may copy)")
+        return _reshape_to(tx, x, (-1,))
+    axes = (tuple(range(proto.ndim)) if order == "C" else _reversed(tx, x) if order == "F"
+            else _keep_order_axes(tx, proto, "ravel"))
+    if proto.transpose(axes).flags.c_contiguous:
+        return _reshape_to(tx, x if axes == tuple(range(proto.ndim)) else _transpose_to(tx, x, axes), (-1,))
+    return _flat_copy(tx, x, axes)
 
 
 @method("flatten")
 def _flatten(tx: TraceContext, a: Any, order: str = "C") -> Any:
-    return tx.fresh(tx.op("copy", tx.op("reshape", tx.read(_array(tx, a)), shape=(-1,))))
+    x = _array(tx, a)
+    order, proto = _memory_order(tx, x, _order(tx, order, "flatten"), "flatten")
+    if order == "C":
+        return _flat_copy(tx, x, None)
+    return _flat_copy(tx, x, _reversed(tx, x) if order == "F" else _keep_order_axes(tx, proto, "flatten"))
+
+
+def _reversed(tx: TraceContext, x: TArray) -> tuple[int, ...]:
+    return tuple(reversed(range(tx.type_of(x).ndim)))
 
 
 def _transpose_to(tx: TraceContext, a: Any, axes: Any) -> TArray:
