@@ -20,6 +20,7 @@ from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.ops.rules import proto
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.guards import GuardSet, Source
+from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
 MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
@@ -238,6 +239,14 @@ class TraceContext:
             self.graph_break(f"array subclass {t.__name__} as an argument")
         if t in _SPECIALISED:
             return value  # part of the dispatch key, by value
+        if is_namedtuple(value):  # keyed element by element (keys.flatten): wrapped the same way
+            return t._make([self.wrap_arg(v, source.item(i)) for i, v in enumerate(value)])
+        part = value_part(value, t)
+        if type(part) is tuple and part[-1] is UNGUARDABLE:
+            self.graph_break(f"{source.name} is a {t.__name__}, which the tracer would use by value but cannot "
+                             "guard on")
+        if t is set:
+            self.caller_owned.add(id(value))  # keyed by its contents: mutating it is a side effect
         self.external[id(value)] = (value, source)
         self._keep.append(value)
         return value
@@ -293,6 +302,20 @@ class TraceContext:
             return self._mark_external(value, result, source)
         if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type | np.ufunc):
             g.identity(source, value)
+            self._keep.append(value)
+            return value
+        if is_namedtuple(value):
+            g.structure(source, value)
+            return t._make([self.wrap_external(v, source.item(i)) for i, v in enumerate(value)])
+        part = value_part(value, t)
+        if type(part) is tuple:  # used by value (a slice, a set, an IntEnum): guarded on its exact contents
+            if part[-1] is UNGUARDABLE:
+                self.graph_break(f"{source.name} is a {t.__name__}, which the tracer would use by value but cannot "
+                                 "guard on")
+            g.keyed(source, value, value_part, part)
+            if t is set:
+                self.caller_owned.add(id(value))
+            self.external[id(value)] = (value, source)
             self._keep.append(value)
             return value
         g.type_is(source, value)

@@ -14,6 +14,7 @@ reasons.
 
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,8 +74,20 @@ class GuardSet:
         if value is None:
             self.add(f"{source.code} is None", f"{source.name} is None")
             return
-        self.add(f"type({source.code}) is {self.const(type(value))} and {source.code} == {self.const(value)}",
+        s = source.code
+        if _zero_or_nan(value):  # ``==`` cannot tell -0.0 from 0.0, and NaN from itself: compare the bits
+            self.add(f"type({s}) is {self.const(type(value))} and {self.const(float_bits)}({s}) == "
+                     f"{self.const(float_bits(value))}", f"{source.name} == {value!r}")
+            return
+        self.add(f"type({s}) is {self.const(type(value))} and {s} == {self.const(value)}",
                  f"{source.name} == {value!r}")
+
+    def keyed(self, source: Source, value: Any, key_of: Any, key: Any) -> None:
+        """A value specialised on by its exact contents (a slice, a set, an IntEnum): ``key_of(value) == key``, with
+        ``key_of`` giving every such value an exact, hashable key (``keys.value_part``)."""
+        s = source.code
+        self.add(f"type({s}) is {self.const(type(value))} and {self.const(key_of)}({s}) == {self.const(key)}",
+                 f"{source.name} == {_describe_object(value)}")
 
     def type_is(self, source: Source, value: Any) -> None:
         self.add(f"type({source.code}) is {self.const(type(value))}",
@@ -157,3 +170,24 @@ def _describe_object(value: Any) -> str:
         return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', value)}"
     text = repr(value)
     return text if len(text) < 60 else text[:57] + "..."
+
+
+def float_bits(value: Any) -> tuple:
+    """The exact identity of a float or complex value (Python or NumPy): equal values with the same sign of zero
+    match, and every NaN matches every NaN. Hashable, for dispatch keys."""
+    if isinstance(value, complex | np.complexfloating):
+        parts = (value.real, value.imag)
+    else:
+        parts = (value,)
+    return tuple("nan" if math.isnan(p) else (p, math.copysign(1.0, p)) for p in parts)
+
+
+def _zero_or_nan(value: Any) -> bool:
+    """Whether ``==`` on this float-like value would be inexact (a zero of either sign, or a NaN)."""
+    if type(value) is float:
+        return value == 0.0 or math.isnan(value)
+    if isinstance(value, complex | np.complexfloating):
+        return any(p == 0 or math.isnan(p) for p in (value.real, value.imag))
+    if isinstance(value, np.floating):
+        return bool(value == 0 or math.isnan(value))
+    return False

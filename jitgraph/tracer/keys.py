@@ -8,6 +8,7 @@ slow path only.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import types
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 
 from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
 from jitgraph.ir.types import layout_of
+from jitgraph.tracer.guards import float_bits
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -33,7 +35,7 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
     elif t is float:
         parts.append(float)
         leaves.append(value)
-    elif t is int or t is bool or t is str or value is None or t is complex or t is bytes:
+    elif t is int or t is bool or t is str or value is None or t is bytes:  # complex: by bits, below
         parts.append((t, value))
     elif t is dict:
         parts.append((dict, tuple(value)))
@@ -49,8 +51,79 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
     elif is_device_array(value):  # a GPU array: a leaf keyed apart from host arrays of the same shape
         parts.append(("device", t, device_array_facts(value)))
         leaves.append(value)
+    elif isinstance(value, tuple) and is_namedtuple(value):  # element by element, like a tuple
+        parts.append((t, len(value)))
+        _flatten_items(value, parts, leaves)
     else:
-        parts.append(t)
+        parts.append(value_part(value, t))
+
+
+UNGUARDABLE = object()  # in a key part: a value the tracer would specialise on but cannot key (it breaks instead)
+_VALUE_BASES = (int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+_BY_VALUE_BASES = (*_VALUE_BASES, slice, range)
+
+
+def value_part(value: Any, t: type | None = None) -> Any:
+    """The key part of an argument outside the common types. Values the tracer uses by value (slices, ranges,
+    sets, dtypes, subclasses of int/float/str such as IntEnum) are keyed by exact type and exact contents;
+    subclasses of builtin containers and other values it cannot key give ``(type, UNGUARDABLE)``; any other object
+    gives its type alone (the trace reads it only through attributes, which are guarded where they are read)."""
+    if t is None:
+        t = type(value)
+    try:
+        if t is slice:
+            return (slice, _atom(value.start), _atom(value.stop), _atom(value.step))
+        if t is range:
+            return (range, value.start, value.stop, value.step)
+        if t is set or t is frozenset:  # in iteration order, which equal sets need not share
+            return (t, tuple(_atom(v) for v in value))
+        if t is complex:
+            return (complex, float_bits(value))
+        if isinstance(value, np.dtype):  # dtypes compare by byte order, unit and fields too
+            return (t, value)
+        if isinstance(value, enum.Enum):  # by identity: members live as long as their class, which the key holds
+            return (t, id(value))
+        if isinstance(value, _VALUE_BASES) and not getattr(value, "__dict__", None):
+            if isinstance(value, int):
+                return (t, int.__index__(value))
+            if isinstance(value, float):
+                return (t, float_bits(float.__float__(value)))
+            if isinstance(value, str):
+                return (t, str.__str__(value))
+    except _Unkeyable:
+        return (t, UNGUARDABLE)
+    if isinstance(value, _BY_VALUE_BASES):
+        return (t, UNGUARDABLE)
+    return t
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _atom(v: Any) -> Any:
+    """An exact, hashable key of a scalar inside a slice or a set (a tuple of them too); else ``_Unkeyable``."""
+    t = type(v)
+    if t is int or t is bool or t is str or v is None or t is bytes:
+        return (t, v)
+    if t is float or isinstance(v, np.inexact):
+        return (t, float_bits(v))
+    if isinstance(v, np.integer | np.bool_):
+        return (t, int(v))
+    if t is tuple or isinstance(v, tuple) and is_namedtuple(v):
+        return (t, tuple(_atom(x) for x in v))
+    part = value_part(v, t)
+    if type(part) is not tuple or part[-1] is UNGUARDABLE:
+        raise _Unkeyable
+    return part
+
+
+def is_namedtuple(value: Any) -> bool:
+    """A namedtuple (collections or typing) with no instance attributes: rebuilt exactly from its elements by
+    ``_make``, so it is keyed, wrapped and guarded element by element, like a tuple."""
+    t = type(value)
+    return isinstance(value, tuple) and hasattr(t, "_fields") and hasattr(t, "_make") and \
+        not getattr(value, "__dict__", None)
 
 
 def _flatten_items(items: Any, parts: list[Any], leaves: list[Any]) -> None:
@@ -159,7 +232,7 @@ def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
         facts[f"{name}.strides"] = strides
     elif t in (int, bool, str, complex, bytes) or value is None:
         facts[name] = value
-    elif t is tuple or t is list:
+    elif t is tuple or t is list or is_namedtuple(value):
         facts[f"len({name})"] = len(value)
         for i, v in enumerate(value):
             _describe(v, f"{name}[{i}]", facts)
@@ -169,6 +242,10 @@ def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
             _describe(v, f"{name}[{k!r}]", facts)
     elif isinstance(value, _IDENTITY_TYPES):
         facts[f"id({name})"] = getattr(value, "__qualname__", repr(value))
+    elif t is not float and not isinstance(value, _generic):  # floats and NumPy scalars are graph inputs
+        part = value_part(value, t)
+        if type(part) is tuple and part[-1] is not UNGUARDABLE:  # keyed by value: ``s == slice(0, 2, None)``
+            facts[name] = value
 
 
 def guard_texts(facts: dict[str, Any]) -> list[str]:
@@ -191,7 +268,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     changes = []
     for label in list(old) + [k for k in new if k not in old]:
         a, b = old.get(label, "<absent>"), new.get(label, "<absent>")
-        if a == b or (label not in old or label not in new) and changes:
+        if _same_fact(a, b) or (label not in old or label not in new) and changes:
             continue  # facts about elements that appeared or vanished follow from the structure change
         if label.endswith(".strides") and any(x.startswith(label[:-8]) and x.endswith((".shape", ".dtype"))
                                               and old.get(x) != new.get(x) for x in old):
@@ -201,3 +278,11 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         else:
             changes.append(f"{label}: {a!r} -> {b!r}")
     return changes
+
+
+def _same_fact(a: Any, b: Any) -> bool:
+    """Equal and printed alike: ``-0.0`` is a change from ``0.0``, a set iterated in another order too."""
+    try:
+        return bool(a == b) and repr(a) == repr(b)
+    except Exception:  # noqa: BLE001 - only for a message
+        return False
