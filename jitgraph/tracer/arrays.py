@@ -41,12 +41,39 @@ def python_op(tx: TraceContext, fn: Any, a: Any, b: Any, what: str) -> Any:
     structural = structural or (isinstance(a, int) and isinstance(b, tuple | list) and what == "*")
     if not (structural or (is_plain(a) and is_plain(b))):
         if what in ("==", "!=") and isinstance(a, _IDENTITY_EQ) and isinstance(b, _IDENTITY_EQ):
+            _guard_identities(tx, a, b, f"operator {what}")
             return fn(a, b)
         tx.graph_break(f"operator {what} on {type(a).__name__} and {type(b).__name__} objects")
     try:
         return fn(a, b)
     except Exception as exc:  # noqa: BLE001 - Python's own error, re-raised by the eager run
         tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
+
+
+_SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
+
+
+def identical(tx: TraceContext, a: Any, b: Any) -> bool:
+    """``a is b``, with identity guards on the ordinary objects the answer depends on."""
+    if not any(v is s for v in (a, b) for s in _SINGLETONS):  # else the key's types decide it
+        _guard_identities(tx, a, b, "`is` test")
+    return a is b
+
+
+def _guard_identities(tx: TraceContext, a: Any, b: Any, what: str) -> None:
+    """The trace decides on the identity of ``a`` and ``b``: guard each outside object on it, or break."""
+    for v in (a, b):
+        if isinstance(v, TArray) or is_plain(v) or id(v) in tx.caller_owned or id(v) in tx.made_functions:
+            continue  # modelled by the tracer (its own values, values keyed by contents, the caller's containers)
+        if type(v).__module__.startswith("jitgraph."):
+            continue
+        sources = tx.sources_of(v)
+        for source in sources:
+            tx.guards.identity(source, v)
+        if sources:
+            tx.keep(v)
+        elif not isinstance(v, _IDENTITY_EQ):  # functions, modules and types without a source are constants
+            tx.graph_break(f"{what} on a {type(v).__name__} object the tracer cannot guard on")
 
 
 def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False) -> Any:
@@ -56,6 +83,10 @@ def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False)
         ufunc = BINARY_UFUNC[symbol]
         if inplace and isinstance(a, TArray) and a.kind == "array":
             return inplace_update(tx, ufunc, a, b)
+        if symbol in _PY_RAISING and _is_py_number(a) and _is_py_number(b):
+            b = _python_scalar_checks(tx, symbol, a, b)
+        if symbol == "**" and _square_fast_path(tx, a, b):
+            return tx.result(tx.op("square", tx.read(a)))  # ndarray.__pow__(2) calls np.square: bool -> int8
         return tx.result(tx.op(ufunc, tx.node(a), tx.node(b)))
     if inplace and isinstance(a, list):
         if id(a) in tx.caller_owned:
@@ -63,6 +94,94 @@ def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False)
         a += list(b) if isinstance(b, tuple | list) else tx.graph_break("list += non-sequence")
         return a
     return python_op(tx, PY_BINARY[symbol], a, b, symbol)
+
+
+_PY_RAISING = ("/", "//", "%", "**")
+
+
+def _is_py_number(value: Any) -> bool:
+    """A Python number: a trace-time int/float/bool or a Python-float value of the graph (``kind == "py"``)."""
+    if isinstance(value, TArray):
+        return value.kind == "py"
+    return type(value) in (int, float, bool)
+
+
+def _python_scalar_checks(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
+    """Python float arithmetic raises where the graph's IEEE arithmetic does not: ``x / 0.0`` (and ``//``, ``%``)
+    raises ZeroDivisionError, ``0.0 ** -1`` too, ``(-8.0) ** (1/3)`` is complex and ``1e200 ** 2`` raises
+    OverflowError. The compiled code cannot change its result type or raise there, so operands that are arguments
+    (or constants) are guarded to behave as at trace time, and the trace falls back when Python raises or returns a
+    complex number (the eager run then does exactly that); values computed in the graph are not known at trace time,
+    so a divisor computed there gets a run-time check, and a computed ``**`` falls back. Returns ``b``, checked."""
+    if symbol == "**":
+        if not isinstance(b, TArray) and b in (0, 1):
+            return b  # x ** 0 and x ** 1 never raise
+        operands = (_py_operand(tx, a), _py_operand(tx, b))
+        if operands[0] is None or operands[1] is None:
+            tx.graph_break("`**` of Python floats computed in the graph (Python raises or returns complex for some "
+                           "values, where the compiled code would give NaN or inf)")
+        (va, ca, na), (vb, cb, nb) = operands
+        ok = python_pow_ok(va, vb)
+        code = f"{tx.guards.const(python_pow_ok)}({ca}, {cb})"
+        text = f"{na} ** {nb} is a float"
+        if ok:
+            tx.guards.add(code, text)
+            return b
+        tx.guards.add(f"not {code}", f"{na} ** {nb} is not a float")
+        tx.graph_break(f"{na} ** {nb}: Python raises or returns a complex number here")
+    if not isinstance(b, TArray):
+        if b == 0:
+            err = ZeroDivisionError("float division by zero")
+            tx.graph_break(f"Python raises {type(err).__name__}: {err}", err)
+        return b
+    divisor = _py_operand(tx, b)
+    if divisor is None:
+        return _checked_divisor(tx, symbol, b)
+    value, code, name = divisor
+    if value != 0:
+        tx.guards.add(f"{code} != 0", f"{name} != 0")
+        return b
+    tx.guards.add(f"{code} == 0", f"{name} == 0")
+    err = ZeroDivisionError("float division by zero")
+    tx.graph_break(f"Python raises {type(err).__name__}: {err}", err)
+
+
+def _checked_divisor(tx: TraceContext, symbol: str, b: TArray) -> TArray:
+    """A Python-float divisor computed in the graph (``lr / (1 - beta1 ** t)``): a run-time check raises Python's
+    ZeroDivisionError, with Python's own message, where it is zero."""
+    try:
+        PY_BINARY[symbol](1.0, 0.0)
+        message = "float division by zero"
+    except ZeroDivisionError as exc:
+        message = str(exc)
+    node = tx.read(b)
+    pred = tx.op("not_equal", node, tx.node(0.0))
+    return tx.fresh(tx.op("check", node, pred, message=message, error="ZeroDivisionError"))
+
+
+def _py_operand(tx: TraceContext, value: Any) -> tuple[Any, str, str] | None:
+    """(value at trace time, guard code, readable name) of a Python-number operand the guards can reach."""
+    if not isinstance(value, TArray):
+        return value, tx.guards.const(value), repr(value)
+    entry = tx.py_input(value)
+    if entry is None:
+        return None
+    return entry[0], entry[1].code, entry[1].name
+
+
+def python_pow_ok(base: Any, exponent: Any) -> bool:
+    """Whether Python's ``base ** exponent`` returns a float (it may raise, or return a complex number)."""
+    try:
+        return type(base ** exponent) is float
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _square_fast_path(tx: TraceContext, a: Any, b: Any) -> bool:
+    """``bool_array ** 2`` is ``np.square`` (int8), not ``np.power`` (int64): ``ndarray.__pow__`` special-cases a
+    Python int 2. (Its other fast paths -- -1, 0.5 and float exponents -- give what ``np.power`` gives.)"""
+    return (isinstance(a, TArray) and a.kind == "array" and type(b) is int and b == 2
+            and tx.type_of(a).dtype == np.bool_)
 
 
 def _is_none(value: Any) -> bool:
@@ -112,9 +231,19 @@ def _numpy_casting_error(ufunc: str, dtype: np.dtype, operand: Any, tx: TraceCon
 def compare(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
-            return symbol == "!="
+            return _compare_none(tx, symbol, b if _is_none(a) else a)
         return tx.result(tx.op(COMPARE_UFUNC[symbol], tx.node(a), tx.node(b)))
     return python_op(tx, PY_COMPARE[symbol], a, b, symbol)
+
+
+def _compare_none(tx: TraceContext, symbol: str, value: TArray) -> Any:
+    """``array == None`` is elementwise in NumPy (all False; ``!=`` all True); ``<`` and friends raise TypeError."""
+    if symbol not in ("==", "!="):
+        err = TypeError(f"'{symbol}' not supported between instances of an array and 'NoneType'")
+        tx.graph_break(str(err), err)
+    if value.kind != "array":
+        return symbol == "!="
+    return tx.result(tx.op("full", shape=tx.type_of(value).shape, dtype=np.dtype(bool), value=symbol == "!="))
 
 
 UNARY_UFUNC = {"-": "negative", "+": "positive", "~": "invert"}

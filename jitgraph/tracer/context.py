@@ -52,6 +52,8 @@ class TraceContext:
         self.readonly_cells: set[int] = set()
         self.made_functions: set[int] = set()
         self.external: dict[int, tuple[Any, Source]] = {}
+        self._all_sources: dict[int, list[Source]] = {}
+        self.py_inputs: dict[int, tuple[TArray, Any, Source]] = {}  # Python-float arguments: value and source
         self._keep: list[Any] = []
         self._by_source: dict[str, Any] = {}
         self._by_id: dict[int, TArray] = {}
@@ -223,7 +225,11 @@ class TraceContext:
     def wrap_arg(self, value: Any, source: Source) -> Any:
         """Wrap one argument, creating graph inputs in exactly the order the dispatch key lists leaves."""
         t = type(value)
-        if t is np.ndarray or t is float or isinstance(value, np.generic):
+        if t is float:
+            wrapped = self.new_input(value, source.name)
+            self.py_inputs[id(wrapped)] = (wrapped, value, source)
+            return wrapped
+        if t is np.ndarray or isinstance(value, np.generic):
             return self.new_input(value, source.name)
         if t is tuple:
             return tuple(self.wrap_arg(v, source.item(i)) for i, v in enumerate(value))
@@ -247,9 +253,18 @@ class TraceContext:
                              "guard on")
         if t is set:
             self.caller_owned.add(id(value))  # keyed by its contents: mutating it is a side effect
-        self.external[id(value)] = (value, source)
+        self.note_external(value, source)
         self._keep.append(value)
         return value
+
+    def note_external(self, value: Any, source: Source) -> None:
+        """Record where an outside object came from (all the places, for identity guards)."""
+        self.external[id(value)] = (value, source)
+        self._all_sources.setdefault(id(value), []).append(source)
+
+    def sources_of(self, value: Any) -> list[Source]:
+        """Every source the trace read ``value`` from (an object passed as an argument and read as a global)."""
+        return self._all_sources.get(id(value), []) if self.source_of(value) is not None else []
 
     def _mark_external(self, original: Any, wrapped: Any, source: Source) -> Any:
         self.caller_owned.add(id(wrapped))
@@ -315,11 +330,11 @@ class TraceContext:
             g.keyed(source, value, value_part, part)
             if t is set:
                 self.caller_owned.add(id(value))
-            self.external[id(value)] = (value, source)
+            self.note_external(value, source)
             self._keep.append(value)
             return value
         g.type_is(source, value)
-        self.external[id(value)] = (value, source)
+        self.note_external(value, source)
         self._keep.append(value)
         return value
 
@@ -337,6 +352,11 @@ class TraceContext:
     def source_of(self, value: Any) -> Source | None:
         entry = self.external.get(id(value))
         return entry[1] if entry is not None and entry[0] is value else None
+
+    def py_input(self, value: Any) -> tuple[Any, Source] | None:
+        """(value at trace time, source) of a Python-float argument used as it came in; None for anything else."""
+        entry = self.py_inputs.get(id(value))
+        return entry[1:] if entry is not None and entry[0] is value else None
 
     def const_source(self, value: Any) -> Source:
         """A source for an object we hold ourselves (a function's closure, say): ``K[i]`` in guard code."""
@@ -372,7 +392,8 @@ def _python_int_overflow(name: str, inputs: tuple[Node, ...], attrs: dict[str, A
     if OPS[name].kind is not OpKind.ELEMENTWISE:
         return None
     ints = [i for i in inputs if i.op == "const" and i.tensor_type.weak and type(i.attrs["value"]) is int]
-    if not ints or not any(i.tensor_type.dtype.kind in "iu" and not i.tensor_type.weak for i in inputs):
+    # bool arrays too: NumPy converts the Python int to the default int there, which fails beyond int64
+    if not ints or not any(i.tensor_type.dtype.kind in "biu" and not i.tensor_type.weak for i in inputs):
         return None
     args = [i.attrs["value"] if i in ints else proto(i.tensor_type, ()) for i in inputs]
     try:

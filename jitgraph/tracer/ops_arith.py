@@ -40,7 +40,7 @@ class ArithOps:
     def op_IS_OP(self: Frame, ins: Instr) -> None:
         b = self.pop()
         a = self.pop()
-        self.push((a is b) != bool(ins.arg))
+        self.push(arrays.identical(self.tx, a, b) != bool(ins.arg))
 
     def op_CONTAINS_OP(self: Frame, ins: Instr) -> None:
         container = self.pop()

@@ -55,6 +55,9 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
         parts = [build_output(s, constants) for s in spec[1]]
         ctor = tuple if tag == "tuple" else list
         return lambda o, leaves, a, kw: ctor(p(o, leaves, a, kw) for p in parts)
+    if tag == "namedtuple":
+        make, parts = spec[1]._make, [build_output(s, constants) for s in spec[2]]
+        return lambda o, leaves, a, kw: make([p(o, leaves, a, kw) for p in parts])
     if tag == "dict":
         keys = spec[1]
         parts = [build_output(s, constants) for s in spec[2]]

@@ -13,6 +13,7 @@ from jitgraph.ir.graph import Graph, eliminate_dead
 from jitgraph.tracer.calls import call, inline
 from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.guards import GuardSet, Source
+from jitgraph.tracer.keys import is_namedtuple
 from jitgraph.tracer.values import TArray, is_plain
 
 
@@ -52,7 +53,7 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
         tx.n_arg_leaves = len(tx.builder.inputs)
         if isinstance(fn, types.MethodType):
             owner = fn.__self__
-            tx.external[id(owner)] = (owner, Source("K[0].__self__", "self"))
+            tx.note_external(owner, Source("K[0].__self__", "self"))
             result = call(tx, fn.__func__, [owner] + wrapped, wrapped_kw)
         elif isinstance(fn, types.FunctionType):
             result = inline(tx, fn, wrapped, wrapped_kw)
@@ -83,6 +84,10 @@ def _output_spec(tx: TraceContext, value: Any, outputs: list[Any]) -> Any:
     source = tx.source_of(value)
     if source is not None and not isinstance(value, tuple):
         return ("source", compile(source.code, "<jitgraph output>", "eval"))
+    if is_namedtuple(value):  # rebuilt as the same namedtuple type, not a plain tuple
+        return ("namedtuple", type(value), tuple(_output_spec(tx, v, outputs) for v in value))
+    if isinstance(value, tuple) and type(value) is not tuple:
+        tx.graph_break(f"returning a {type(value).__name__} (a tuple subclass) from a compiled function")
     if isinstance(value, tuple):
         return ("tuple", tuple(_output_spec(tx, v, outputs) for v in value))
     if isinstance(value, list):

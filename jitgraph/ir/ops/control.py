@@ -127,14 +127,19 @@ def _infer_check(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]
     return types[0]
 
 
-def _check(value: Any, pred: Any, message: str) -> Any:
+# The exceptions a check may raise, by the name its ``error`` attribute gives (an attribute must print as text).
+CHECK_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError}
+
+
+def _check(value: Any, pred: Any, message: str, error: str = "ValueError") -> Any:
     if not bool(pred):
-        raise ValueError(message)
+        raise CHECK_ERRORS[error](message)
     return value
 
 
 define(Op("check", OpKind.SPECIAL, _infer_check, _check,
-          doc="value, after raising ValueError(message) unless pred: run-time shape checks of symbolic slices"))
+          doc="value, after raising error(message) (default ValueError) unless pred: run-time shape checks of "
+              "symbolic slices, Python's ZeroDivisionError for a Python float divisor computed in the graph"))
 
 
 def _infer_to_python(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]) -> TensorType:

@@ -365,7 +365,7 @@ def _creation(em: Emitter, node: Node, indent: int) -> str:
 def _check(em: Emitter, node: Node, indent: int) -> None:
     value, pred = node.inputs
     em.write(indent, f"if not {em.var[pred]}:")
-    em.write(indent + 1, f"raise ValueError({node.attrs['message']!r})")
+    em.write(indent + 1, f"raise {node.attrs.get('error', 'ValueError')}({node.attrs['message']!r})")
     em.var[node] = em.var[value]
     if is_array(node):
         em.scope.set_roots(node, em.scope.roots[value], view=True)
