@@ -7,8 +7,9 @@ results, and both paths must give them the same type. A path that returns, break
 is a graph break.
 
 ``while cond:`` compiles (3.11+) to ``cond; POP_JUMP_IF_FALSE exit; body; cond; POP_JUMP_IF_TRUE body``. The
-condition at the bottom (the instructions on the ``while`` line just before the backward jump) becomes the test
-region, the body the body region, with carried values found as for ``for`` loops.
+condition at the bottom (found from the stack effects of the instructions before the backward jump, and checked
+against the head copy: never from line numbers, as ``while s > 1: s = s / 2`` puts the body on the same line)
+becomes the test region, the body the body region, with carried values found as for ``for`` loops.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
+from jitgraph.tracer.bytecode import stack_effect
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.regions import (
     _BodyBuilder,
@@ -70,6 +72,8 @@ def _run_path(frame: Frame, start: int, branch_pc: int, else_pc: int, merge: int
         if merge is None and pc == else_pc and start != else_pc:
             return else_pc
         ins = instrs[pc]
+        if ins.op == "RETURN_VALUE" and merge in (None, RETURNS):
+            return RETURNS  # both paths return (3.12+ copies a short tail, like ``return x + (1 if s else 2)``)
         if ins.op == "JUMP":
             outward = ins.target >= else_pc or ins.target <= branch_pc
             if merge is None and outward:
@@ -90,6 +94,8 @@ def _changes(frame: Frame, state: _State) -> tuple[list[str], list[Buffer]]:
 
 
 _MISSING = object()
+RETURNS = -1
+"""The "merge point" of paths that both end at a ``RETURN_VALUE``: the returned value becomes the cond's result."""
 
 
 def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
@@ -110,6 +116,31 @@ def _check_pure(frame: Frame, state: _State) -> None:
         frame.tx.graph_break("a path changes a Python object (list, dict, closure variable)")
 
 
+def _pushed(frame: Frame, state: _State, merge: int) -> list[Any]:
+    """What a path left on the stack above what it found there: the value of a conditional expression
+    (``a if c else b``), or the value it returns. A path that consumed values from below is a graph break, unless
+    it returns (a return discards the rest of the stack)."""
+    base, stack = state.stack, frame.stack
+    if merge == RETURNS:
+        return stack[-1:]
+    if len(stack) < len(base) or any(a is not b for a, b in zip(stack, base)):
+        frame.tx.graph_break("a path of a data-dependent if changes the values below it on the stack")
+    return stack[len(base):]
+
+
+def _check_no_alias(frame: Frame, state: _State, labels: list[str], values: list[Any]) -> None:
+    """A ``cond`` result is a new array: choosing an array that something else also refers to (an argument, a view,
+    another name set on the path) would lose the aliasing, so a later write through one would miss the other."""
+    before = {id(b) for b, _ in state.nodes}
+    seen: set[int] = set()
+    for label, v in zip(labels, values):
+        if isinstance(v, TArray) and v.kind == "array":
+            if id(v.buffer) in before or id(v.buffer) in seen:
+                frame.tx.graph_break(f"a data-dependent if sets {label!r} to an array that is also reachable "
+                                     "another way (a cond result would not alias it)")
+            seen.add(id(v.buffer))
+
+
 def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
     tx = frame.tx
     t = tx.type_of(condition)
@@ -122,26 +153,33 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
     merge = _run_path(frame, branch_pc + 1, branch_pc, target, None)
     _check_pure(frame, state)
     names1, written1 = _changes(frame, state)
+    n_pushed = len(_pushed(frame, state, merge))
     state.restore(frame)
     _run_path(frame, target, branch_pc, target, merge)
     _check_pure(frame, state)
     names2, written2 = _changes(frame, state)
+    if len(_pushed(frame, state, merge)) != n_pushed:
+        tx.graph_break("the paths of a data-dependent if leave different numbers of values on the stack")
     state.restore(frame)
     names = [n for n in dict.fromkeys(names1 + names2) if n in state.locals or (n in names1 and n in names2)]
+    names = [] if merge == RETURNS else names  # locals die with the frame
     written = list(dict.fromkeys(written1 + written2))
+    labels = names + [f"value #{i} of a conditional expression" for i in range(n_pushed)]
     paths: list[tuple[RegionBuilder, list[Node], list[Any]]] = []
     for start in (branch_pc + 1, target):
         rb = _enter(frame)
         _run_path(frame, start, branch_pc, target, merge)
-        values = [frame.locals.get(n, _MISSING) for n in names]
+        end_pc = frame.pc
+        values = [frame.locals.get(n, _MISSING) for n in names] + _pushed(frame, state, merge)
         if any(v is _MISSING or not _carriable(v) for v in values):
-            bad = next(n for n, v in zip(names, values) if v is _MISSING or not _carriable(v))
+            bad = next(n for n, v in zip(labels, values) if v is _MISSING or not _carriable(v))
             tx.graph_break(f"a data-dependent if sets {bad!r} on one path only, or to a non-numeric value")
+        _check_no_alias(frame, state, labels, values)
         outs = [_value_node(tx, v) for v in values] + [b.node for b in written]
         paths.append((rb, outs, values))
         state.restore(frame)
     (rb_fall, outs_fall, vals_fall), (rb_jump, outs_jump, _) = paths
-    for a, b, name in zip(outs_fall, outs_jump, names + [f"array #{b.uid}" for b in written]):
+    for a, b, name in zip(outs_fall, outs_jump, labels + [f"array #{b.uid}" for b in written]):
         ta, tb = a.tensor_type, b.tensor_type
         if (ta.shape, ta.dtype, ta.weak) != (tb.shape, tb.dtype, tb.weak):
             tx.graph_break(f"the branches of a data-dependent if give {name!r} different types ({ta} and {tb})")
@@ -153,12 +191,15 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
     regions = tuple(_resignature(g, 0, rb.captured, shared) for g, rb in zip(graphs, builders))
     node = tx.op("cond", pred, *shared, regions=regions)
     results = _project(tx.builder, node)
-    for name, value, result in zip(names, vals_fall, results):
-        frame.locals[name] = TArray(Buffer(result), (), _kind(value, result.tensor_type))
-    for buffer, result in zip(written, results[len(names):]):
+    values = [TArray(Buffer(result), (), _kind(value, result.tensor_type))
+              for value, result in zip(vals_fall, results)]
+    for name, value in zip(names, values):
+        frame.locals[name] = value
+    frame.stack.extend(values[len(names):])  # a return's value goes on the stack its RETURN_VALUE will pop
+    for buffer, result in zip(written, results[len(values):]):
         buffer.node = result
         buffer.version = next(_epochs)
-    frame.pc = merge
+    frame.pc = end_pc if merge == RETURNS else merge
 
 
 def is_while(frame: Frame, ins: Instr) -> bool:
@@ -170,24 +211,65 @@ def is_while(frame: Frame, ins: Instr) -> bool:
     return tail.op == "POP_JUMP_IF_TRUE" and tail.target == frame.pc
 
 
-def trace_while(frame: Frame, ins: Instr) -> None:
-    """``while`` on traced data, at its first ``POP_JUMP_IF_FALSE`` (the head test is already evaluated)."""
+def trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
+    """``while`` on traced data, at its first ``POP_JUMP_IF_FALSE`` (the head test is already evaluated: ``flag``)."""
     tx, where = frame.tx, (frame.code.co_filename, ins.lineno)
     try:
-        _trace_while(frame, ins)
+        _trace_while(frame, ins, flag)
     except GraphBreak as exc:
         tx.at(*where)
         tx.graph_break(f"loop on a value computed from array data that cannot become a while region: {exc.reason}",
                        exc.user_error)
 
 
-def _trace_while(frame: Frame, ins: Instr) -> None:
+def _same_instr(a: Instr, b: Instr) -> bool:
+    if a.op != b.op or type(a.argval) is not type(b.argval):
+        return False
+    return bool(a.argval is b.argval or a.argval == b.argval)  # names, symbols and constants: plain values
+
+
+def condition_start(instrs: tuple[Instr, ...], body_start: int, head_jump: int, tail_end: int) -> int | None:
+    """Where the bottom copy of a ``while`` condition starts: the shortest run of instructions before the bottom
+    test ``tail_end`` that pushes exactly one value (the body before it leaves the stack as it found it), and
+    that repeats the instructions before the head test ``head_jump`` (the compiler emits the condition twice).
+    None when that is not so: a condition with its own jumps (``and``/``or``, ``a if c else b``), say."""
+    depth, k = 0, tail_end
+    while depth != 1:
+        k -= 1
+        if k < body_start or instrs[k].target is not None:
+            return None
+        effect = stack_effect(instrs[k])
+        if effect is None:
+            return None
+        depth += effect
+    n = tail_end - k
+    if head_jump - n < 0 or not all(_same_instr(instrs[k + i], instrs[head_jump - n + i]) for i in range(n)):
+        return None
+    return k
+
+
+def _truth(tx: Any, flag: Any) -> Node:
+    """A loop test's value as a bool node (``while s:`` on a float tests ``s != 0``)."""
+    if not isinstance(flag, TArray):
+        tx.graph_break("a while condition that is decided at trace time inside the loop")
+    t = tx.type_of(flag)
+    if t.shape != ():
+        err = ValueError("The truth value of an array with more than one element is ambiguous")
+        tx.graph_break(str(err), err)
+    return tx.read(flag) if t.dtype.kind == "b" else tx.op("not_equal", tx.read(flag), tx.builder.const(0))
+
+
+def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
+    """The loop is ``head test; body; test; ...``. When the test only reads (the usual case) the ``while`` node's
+    test region is the condition and its body region the body. A condition that assigns (``(t := s * 2) > 3``) or
+    writes an array cannot be a test region (a test region has no results): then the test's value is carried too,
+    the body region runs the body and then the condition, and the test region just reads the carried flag."""
     tx, instrs = frame.tx, frame.program.instrs
     body_start, exit_pc = frame.pc, ins.target
     tail_end = exit_pc - 1
-    tail_start = tail_end
-    while tail_start - 1 >= body_start and instrs[tail_start - 1].lineno == ins.lineno:
-        tail_start -= 1
+    tail_start = condition_start(instrs, body_start, body_start - 1, tail_end)
+    if tail_start is None:
+        tx.graph_break("its condition is not one jump-free expression (and/or, a conditional expression)")
     state = _State(frame)
 
     def run(start: int, stop: int) -> None:
@@ -199,7 +281,12 @@ def _trace_while(frame: Frame, ins: Instr) -> None:
 
     _enter(frame)
     run(body_start, tail_start)
+    after_body = (dict(frame.locals), [(b, b.node) for b, _ in state.nodes])
+    run(tail_start, tail_end)
+    frame.pop()
     _check_pure(frame, state)
+    carry_flag = (any(after_body[0].get(n, _MISSING) is not v for n, v in frame.locals.items())
+                  or any(b.node is not node for b, node in after_body[1]))
     changed, written = _changes(frame, state)
     changed = [n for n in changed if n in state.locals]
     state.restore(frame)
@@ -208,25 +295,30 @@ def _trace_while(frame: Frame, ins: Instr) -> None:
         if not all(_carriable(v) for v in olds):
             tx.graph_break("a data-dependent while loop rebinds a non-numeric value")
         inits = [_value_node(tx, v) for v in olds] + [b.node for b in written]
+        inits += [_truth(tx, flag)] if carry_flag else []
         types = [n.tensor_type for n in inits]
         kinds = [_kind(v, t) for v, t in zip(olds, types)]
+        labels = changed + [f"buf{b.uid}" for b in written] + (["test"] if carry_flag else [])
         regions_built = []
-        for start, stop in ((tail_start, tail_end), (body_start, tail_start)):
+        for is_test in (True, False):
             rb = _enter(frame)
-            carried = [rb.fixed_input(t, name) for t, name in zip(types, changed + [f"buf{b.uid}" for b in written])]
+            carried = [rb.fixed_input(t, name) for t, name in zip(types, labels)]
             for name, node, kind in zip(changed, carried, kinds):
                 frame.locals[name] = TArray(Buffer(node), (), kind)
             for buffer, node in zip(written, carried[len(changed):]):
                 buffer.node, buffer.version = node, next(_epochs)
-            run(start, stop)
-            if stop == tail_end:
-                flag = frame.stack.pop()
-                if not isinstance(flag, TArray):
-                    tx.graph_break("a while condition that is decided at trace time inside the loop")
-                outs = [tx.op("not_equal", tx.read(flag), tx.builder.const(0))
-                        if tx.type_of(flag).dtype.kind != "b" else tx.read(flag)]
+            if is_test and carry_flag:
+                outs = [carried[-1]]
+            elif is_test:
+                run(tail_start, tail_end)
+                outs = [_truth(tx, frame.pop())]
             else:
-                outs = [_value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written]
+                run(body_start, tail_start)
+                test = []
+                if carry_flag:
+                    run(tail_start, tail_end)
+                    test = [_truth(tx, frame.pop())]
+                outs = [_value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written] + test
             regions_built.append((rb, outs))
             state.restore(frame)
         out_types = [o.tensor_type for o in regions_built[1][1]]
@@ -259,7 +351,7 @@ def pop_jump(original: Any, jump_when: bool) -> Any:
             return original(frame, ins)
         frame.pop()
         if not jump_when and is_while(frame, ins):
-            trace_while(frame, ins)
+            trace_while(frame, ins, value)
         else:
             trace_if(frame, ins, value, jump_when)
         return None

@@ -323,6 +323,37 @@ def _normalize(code: types.CodeType, table: _Table) -> Program:
     return Program(code, instrs)
 
 
+# Net stack effects of normalised instructions whose meaning differs from (or is absent in) ``dis``'s opcode of that
+# name: the stream's own conventions (explicit PUSH_NULL, one NULL per CALL, jumps never taken).
+_EFFECTS = {"JUMP": 0, "POP_JUMP_IF_FALSE": -1, "POP_JUMP_IF_TRUE": -1, "POP_JUMP_IF_NONE": -1,
+            "POP_JUMP_IF_NOT_NONE": -1, "JUMP_IF_FALSE_OR_POP": -1, "JUMP_IF_TRUE_OR_POP": -1, "FOR_ITER": 1,
+            "PUSH_NULL": 1, "LOAD_GLOBAL": 1, "LOAD_ATTR": 0, "LOAD_METHOD": 1, "LOAD_CONST": 1, "LOAD_FAST": 1,
+            "LOAD_CLOSURE": 1, "STORE_FAST": -1, "BINARY_OP": -1, "COMPARE_OP": -1, "BINARY_SUBSCR": -1,
+            "STORE_SUBSCR": -3, "RETURN_VALUE": -1, "UNARY_POSITIVE": 0, "LIST_TO_TUPLE": 0, "YIELD_VALUE": 0}
+
+
+def stack_effect(ins: Instr) -> int | None:
+    """How many values ``ins`` leaves on the stack minus how many it takes (a jump counted as not taken), or None
+    when unknown. Lets callers find where an expression starts without reading line numbers."""
+    if ins.op in _EFFECTS:
+        return _EFFECTS[ins.op]
+    if ins.op == "CALL":
+        return -(ins.arg + 1)  # the arguments and the callable/NULL pair in, the result out
+    if ins.op == "BUILD_SLICE":
+        return 1 - ins.arg
+    if ins.op == "MAKE_FUNCTION":
+        return -(ins.arg & 0x0F).bit_count()
+    if ins.op == "FORMAT_VALUE":
+        return -1 if ins.arg & 0x04 else 0
+    opcode = dis.opmap.get(ins.op)
+    if opcode is None:
+        return None
+    try:
+        return dis.stack_effect(opcode, ins.arg if opcode >= dis.HAVE_ARGUMENT else None, jump=False)
+    except (ValueError, TypeError):
+        return None
+
+
 def _try_offsets(code: types.CodeType, raw: list[dis.Instruction]) -> set[int]:
     """Offsets inside a ``try``/``with`` body: ranges of exception-table entries whose handler starts with
     ``PUSH_EXC_INFO``. Other entries (3.12+ inlined-comprehension cleanup, generators' StopIteration guard) only

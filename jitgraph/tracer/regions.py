@@ -383,7 +383,9 @@ def _widen(tx: Any, before: TensorType, after: TensorType) -> TensorType:
         return before
     if before.shape != after.shape:
         tx.graph_break(f"a loop-carried value changes shape from {before} to {after}")
-    return TensorType(after.shape, np.promote_types(before.dtype, after.dtype), weak=before.weak and after.weak)
+    # NEP 50: a weak (Python) scalar takes the other side's dtype, so ``t = 0; t = t + int8`` carries an int8.
+    dtype = np.result_type(*(t.proto() if t.weak else t.dtype for t in (before, after)))
+    return TensorType(after.shape, dtype, weak=before.weak and after.weak)
 
 
 def get_iter(original: Any) -> Any:
