@@ -175,7 +175,7 @@ class TraceContext:
         new = value
         for k in reversed(range(len(target.path))):
             step, base = target.path[k], nodes[k]
-            if step.op == "reshape" and self.layout(target, k) != "C":
+            if step.op == "reshape" and (self.layout(target, k) != "C" or not numpy_c_order(target.buffer.origin)):
                 self.graph_break("in-place write through a reshape of a non-contiguous array (NumPy may have "
                                  "copied); write to the original array instead")
             new = self._write_back(step, base, new)
@@ -366,6 +366,21 @@ class TraceContext:
 
 
 _SPECIALISED = (int, bool, str, bytes, complex, type(None))
+
+
+def numpy_c_order(node: Node, depth: int = 8) -> bool:
+    """Whether NumPy itself lays ``node``'s result out in C order. The IR calls every computed array C-ordered, but
+    NumPy's ufuncs and copies keep their operands' memory order (``x.T + 1`` is F-ordered), and whether a reshape
+    is a view depends on that. Unknown (deep, or an op whose order NumPy does not fix) counts as not C."""
+    op = OPS[node.op]
+    if node.op in ("input", "const"):
+        return node.tensor_type.layout == "C"
+    if op.kind is OpKind.CREATION or node.op in ("matmul", "dot"):
+        return True  # C-ordered creations (an order='F' one is a transpose view of a C one); BLAS products
+    if op.kind is not OpKind.ELEMENTWISE or depth == 0:
+        return False
+    arrays = [i for i in node.inputs if i.tensor_type.ndim > 1]
+    return all(numpy_c_order(i, depth - 1) for i in arrays)
 
 
 def _flat(value: Any) -> list[Any]:

@@ -76,6 +76,27 @@ def test_write_through_reshape_view_reaches_base() -> None:
     run_both(fn, X, graphs=None)
 
 
+def test_write_through_reshape_of_a_computed_f_ordered_array_keeps_numpy_semantics() -> None:
+    """``x.T + 1`` is F-ordered in NumPy (ufuncs keep their operands' memory order), so its ``reshape(-1)`` is a
+    copy and a write to it leaves ``c`` alone; the IR calls every computed array C-ordered, so the trace wrote
+    through to ``c`` (regression). Writes through a reshape of a computed array whose NumPy order is not known to
+    be C now run eagerly; ``x + 1`` of a C-ordered argument still compiles."""
+
+    def transposed(x: np.ndarray) -> np.ndarray:
+        c = x.T + 1
+        c.reshape(-1)[0] = 99.0
+        return c
+
+    def plain(x: np.ndarray) -> np.ndarray:
+        c = x + 1
+        c.reshape(-1)[1] = 7.0
+        return c
+
+    x = np.arange(12.0).reshape(3, 4)
+    run_both(transposed, x, graphs=None)
+    run_both(plain, x)
+
+
 # ---- bug 2: ravel/flatten ignored ``order`` -------------------------------------------------------------------
 ORDER_INPUTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "c": lambda x: x,
