@@ -4,6 +4,7 @@ compares with eager NumPy. Before the fix the second call silently reused the fi
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import typing
 
@@ -201,17 +202,29 @@ def uses_global_namedtuple(x):
     return x * NT.a + NT[1]
 
 
-def test_stale_guard_global_slice_rebound():
-    global SL
-    x = np.arange(6.0)
-    cf = compiled(uses_global_slice)
-    assert_same(uses_global_slice(x), cf(x))
+@contextlib.contextmanager
+def rebound(name, value):
+    """The module global ``name`` set to ``value`` for the block, then restored."""
+    saved = globals()[name]
+    globals()[name] = value
     try:
-        SL = slice(3, 6)
-        assert_same(uses_global_slice(x), cf(x), path="second call")
-        assert cf.recompile_reasons() == ["guard failed: SL == slice(0, 2, None) (now slice(3, 6, None))"]
+        yield
     finally:
-        SL = slice(0, 2)
+        globals()[name] = saved
+
+
+def recompiles_on_rebinding(fn, x, name, value, reason):
+    """``fn`` compiled, called, then called again with global ``name`` rebound: eager results both times."""
+    cf = compiled(fn)
+    assert_same(fn(x), cf(x))
+    with rebound(name, value):
+        assert_same(fn(x), cf(x), path="second call")
+        assert cf.recompile_reasons() == [reason]
+
+
+def test_stale_guard_global_slice_rebound():
+    recompiles_on_rebinding(uses_global_slice, np.arange(6.0), "SL", slice(3, 6),
+                            "guard failed: SL == slice(0, 2, None) (now slice(3, 6, None))")
 
 
 def test_stale_guard_global_set_mutated():
@@ -262,28 +275,15 @@ def div_default(x, d=0.0):
 
 
 def test_float_guard_negative_zero_global():
-    global Z
-    x = np.ones(1)
-    cf = compiled(div_global)
-    assert_same(div_global(x), cf(x))
-    try:
-        Z = -0.0
-        assert_same(div_global(x), cf(x), path="second call")
-        assert cf.recompile_reasons() == ["guard failed: Z == 0.0 (now -0.0)"]
-    finally:
-        Z = 0.0
+    recompiles_on_rebinding(div_global, np.ones(1), "Z", -0.0, "guard failed: Z == 0.0 (now -0.0)")
 
 
 def test_float_guard_negative_zero_numpy_global():
-    global Z32
     x = np.ones(1, np.float32)
     cf = compiled(div_global32)
     assert_same(div_global32(x), cf(x))
-    try:
-        Z32 = np.float32(-0.0)
+    with rebound("Z32", np.float32(-0.0)):
         assert_same(div_global32(x), cf(x), path="second call")
-    finally:
-        Z32 = np.float32(0.0)
 
 
 def test_float_guard_negative_zero_default_argument():
