@@ -402,8 +402,18 @@ __all__ = ["GraphBreak", "TraceContext", "is_immutable_module"]
 
 def _python_int_overflow(name: str, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> BaseException | None:
     """NumPy's error for a Python int that does not fit the integer dtype it meets (``int8_array + 300`` raises
-    OverflowError under NEP 50). Types alone cannot tell -- the rule depends on the value -- so elementwise ops with
-    Python int constants are tried on 0-d prototypes holding the real values, as NumPy would run them."""
+    OverflowError under NEP 50; so does storing it, ``uint8_array[...] = -1``). Types alone cannot tell -- the rule
+    depends on the value -- so elementwise ops and stores with Python int constants are tried on prototypes holding
+    the real values, as NumPy would run them."""
+    if name == "setitem":  # x[i] = s: whatever the index, NumPy converts s to the array's dtype first
+        target, value = inputs[0], inputs[1]
+        if value.op != "const" or not value.tensor_type.weak or type(value.attrs["value"]) is not int:
+            return None
+        try:
+            np.zeros((), target.tensor_type.dtype)[...] = value.attrs["value"]
+        except OverflowError as exc:
+            return exc
+        return None
     if OPS[name].kind is not OpKind.ELEMENTWISE:
         return None
     ints = [i for i in inputs if i.op == "const" and i.tensor_type.weak and type(i.attrs["value"]) is int]

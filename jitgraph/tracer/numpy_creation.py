@@ -242,6 +242,11 @@ def _astype(tx: TraceContext, a: TArray, dtype: Any, order: str = "K", casting: 
 @method("fill")
 def _fill_method(tx: TraceContext, a: TArray, value: Any) -> None:
     t = tx.type_of(a)
+    if type(value) is int:  # a Python int that does not fit the dtype raises, as it would in x[...] = value
+        try:
+            np.zeros((), t.dtype).fill(value)
+        except OverflowError as exc:
+            tx.graph_break(f"NumPy would raise here: {exc}", exc)
     node = tx.op("astype", tx.op("broadcast_to", tx.node(value), shape=t.shape), dtype=t.dtype)
     tx.write(a, node)
 

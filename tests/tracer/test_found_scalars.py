@@ -181,3 +181,14 @@ def test_found_namedtuple_output():
     check_calls(lambda x, c: c, (x, Q(x, 2.0)))
     check_calls(lambda x: P(x + 1, (x * 2, Q(1, x.sum()))), (x,))
     check_calls(lambda x, c: P(c.b, c.a * x), (x, P(1, 2.0)))
+
+
+# ---- storing a Python int argument that does not fit the array's dtype (fuzzing, round 2) -------------------------
+@pytest.mark.parametrize("store", ["x[...] = s", "x[:] = s", "x.fill(s)", "x[::2] = s", "x[0] = s"])
+@pytest.mark.parametrize(("dtype", "value"), [(np.uint32, -1), (np.int16, 40000), (np.int16, 2**33), (np.uint8, 7)])
+def test_found_storing_an_out_of_range_python_int_raises(store, dtype, value):
+    """NumPy converts the int to the array's dtype and raises OverflowError; whole-array stores were fused into a
+    kernel that wrapped it (uint32 got 4294967295)."""
+    scope: dict = {}
+    exec(f"def fn(x, s):\n    {store}\n    return x", scope)
+    check_calls(scope["fn"], (np.zeros(3, dtype), value), backend="cpu")
