@@ -131,7 +131,7 @@ def _python_scalar_checks(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
         tx.graph_break(f"{na} ** {nb}: Python raises or returns a complex number here")
     if not isinstance(b, TArray):
         if b == 0:
-            err = ZeroDivisionError("float division by zero")
+            err = _zero_division(symbol)
             tx.graph_break(f"Python raises {type(err).__name__}: {err}", err)
         return b
     divisor = _py_operand(tx, b)
@@ -142,21 +142,25 @@ def _python_scalar_checks(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
         tx.guards.add(f"{code} != 0", f"{name} != 0")
         return b
     tx.guards.add(f"{code} == 0", f"{name} == 0")
-    err = ZeroDivisionError("float division by zero")
+    err = _zero_division(symbol)
     tx.graph_break(f"Python raises {type(err).__name__}: {err}", err)
+
+
+def _zero_division(symbol: str) -> ZeroDivisionError:
+    """The error Python raises for ``1.0 <symbol> 0.0``, with its own message (it differs per operator and version)."""
+    try:
+        PY_BINARY[symbol](1.0, 0.0)
+    except ZeroDivisionError as exc:
+        return exc
+    raise AssertionError(f"1.0 {symbol} 0.0 did not raise")
 
 
 def _checked_divisor(tx: TraceContext, symbol: str, b: TArray) -> TArray:
     """A Python-float divisor computed in the graph (``lr / (1 - beta1 ** t)``): a run-time check raises Python's
     ZeroDivisionError, with Python's own message, where it is zero."""
-    try:
-        PY_BINARY[symbol](1.0, 0.0)
-        message = "float division by zero"
-    except ZeroDivisionError as exc:
-        message = str(exc)
     node = tx.read(b)
     pred = tx.op("not_equal", node, tx.node(0.0))
-    return tx.fresh(tx.op("check", node, pred, message=message, error="ZeroDivisionError"))
+    return tx.fresh(tx.op("check", node, pred, message=str(_zero_division(symbol)), error="ZeroDivisionError"))
 
 
 def _py_operand(tx: TraceContext, value: Any) -> tuple[Any, str, str] | None:

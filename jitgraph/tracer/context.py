@@ -57,6 +57,7 @@ class TraceContext:
         self._keep: list[Any] = []
         self._by_source: dict[str, Any] = {}
         self._by_id: dict[int, TArray] = {}
+        self._input_arrays: dict[int, Any] = {}  # graph-input index -> the caller's array (its real strides)
         self.fn_globals_source: dict[int, Source | None] = {}
         self.n_arg_leaves = 0
         self.depth = 0
@@ -218,6 +219,7 @@ class TraceContext:
             self.buffers.append(buffer)
             result = TArray(buffer, (), kind)
             self._by_id[id(value)] = result
+            self._input_arrays[index] = value
             self._keep.append(value)
             return result
         return TArray(Buffer(node, None), (), kind)
@@ -247,15 +249,26 @@ class TraceContext:
             return value  # part of the dispatch key, by value
         if is_namedtuple(value):  # keyed element by element (keys.flatten): wrapped the same way
             return t._make([self.wrap_arg(v, source.item(i)) for i, v in enumerate(value)])
+        self._by_value(value, source)  # keyed by flatten; nothing to guard here
+        self.note_external(value, source)
+        self._keep.append(value)
+        return value
+
+    def _by_value(self, value: Any, source: Source) -> Any:
+        """``value``'s key part (``keys.value_part``). One the trace would use by value but cannot guard on breaks;
+        a set is keyed by its contents, so mutating it is a side effect (the caller owns it)."""
+        t = type(value)
         part = value_part(value, t)
         if type(part) is tuple and part[-1] is UNGUARDABLE:
             self.graph_break(f"{source.name} is a {t.__name__}, which the tracer would use by value but cannot "
                              "guard on")
         if t is set:
-            self.caller_owned.add(id(value))  # keyed by its contents: mutating it is a side effect
-        self.note_external(value, source)
-        self._keep.append(value)
-        return value
+            self.caller_owned.add(id(value))
+        return part
+
+    def caller_array(self, buffer: Buffer) -> Any:
+        """The caller's array behind a graph-input buffer (its strides are part of the dispatch key), or None."""
+        return None if buffer.input_index is None else self._input_arrays.get(buffer.input_index)
 
     def note_external(self, value: Any, source: Source) -> None:
         """Record where an outside object came from (all the places, for identity guards)."""
@@ -322,18 +335,11 @@ class TraceContext:
         if is_namedtuple(value):
             g.structure(source, value)
             return t._make([self.wrap_external(v, source.item(i)) for i, v in enumerate(value)])
-        part = value_part(value, t)
+        part = self._by_value(value, source)
         if type(part) is tuple:  # used by value (a slice, a set, an IntEnum): guarded on its exact contents
-            if part[-1] is UNGUARDABLE:
-                self.graph_break(f"{source.name} is a {t.__name__}, which the tracer would use by value but cannot "
-                                 "guard on")
             g.keyed(source, value, value_part, part)
-            if t is set:
-                self.caller_owned.add(id(value))
-            self.note_external(value, source)
-            self._keep.append(value)
-            return value
-        g.type_is(source, value)
+        else:
+            g.type_is(source, value)
         self.note_external(value, source)
         self._keep.append(value)
         return value

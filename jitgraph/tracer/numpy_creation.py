@@ -97,21 +97,21 @@ def _full(tx: TraceContext, shape: Any, fill_value: Any, dtype: Any = None, orde
 def _like_axes(tx: TraceContext, a: TArray, shape: tuple[int, ...], order: Any) -> tuple[int, ...] | None:
     """NumPy's memory order for ``*_like(a, order=...)``: 'K' follows ``a``'s strides, 'A' is F for a Fortran
     array; a new ``shape`` of another rank is C."""
-    from jitgraph.tracer.numpy_shapes import _stride_proto
+    from jitgraph.tracer.numpy_shapes import memory_axes, stride_proto
 
     if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
         tx.graph_break(f"*_like(order={order!r}): NumPy raises or the order is not traced")
     order = order.upper()
     if order in ("C", "F"):
         return _f_axes(shape, order)
-    proto = _stride_proto(tx, a)
+    proto = stride_proto(tx, a)
     if proto is None or proto.flags.c_contiguous or proto.ndim != len(shape):
         return None  # unknown strides: the IR's own assumption (computed arrays are C-ordered)
     if proto.flags.f_contiguous:
         return _f_axes(shape, "F")
     if order == "A":
         return None
-    return tuple(sorted(range(proto.ndim), key=lambda i: (-abs(proto.strides[i]), i)))
+    return memory_axes(proto)
 
 
 def _like(name: str) -> Lowering:
@@ -241,14 +241,10 @@ def _astype(tx: TraceContext, a: TArray, dtype: Any, order: str = "K", casting: 
 
 @method("fill")
 def _fill_method(tx: TraceContext, a: TArray, value: Any) -> None:
-    t = tx.type_of(a)
-    if type(value) is int:  # a Python int that does not fit the dtype raises, as it would in x[...] = value
-        try:
-            np.zeros((), t.dtype).fill(value)
-        except OverflowError as exc:
-            tx.graph_break(f"NumPy would raise here: {exc}", exc)
-    node = tx.op("astype", tx.op("broadcast_to", tx.node(value), shape=t.shape), dtype=t.dtype)
-    tx.write(a, node)
+    """``a.fill(v)`` is ``a[...] = v``: the same store, and the same OverflowError for an int that does not fit."""
+    from jitgraph.tracer.arrays import array_setitem
+
+    array_setitem(tx, a, Ellipsis, value)
 
 
 @method("item", "tolist", "nonzero", "tobytes", "__array__")

@@ -10,7 +10,7 @@ import numpy as np
 from jitgraph.ir.ops.indexing import build_index
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_table import _array, _axes, _no_out, _shape_arg, method, numpy
-from jitgraph.tracer.values import Buffer, TArray
+from jitgraph.tracer.values import TArray
 
 # ---- memory layout ------------------------------------------------------------------------------------------
 # NumPy decides view-or-copy from strides, so the tracer replays a value's view path on a *stride prototype*: an
@@ -20,16 +20,6 @@ _CREATED_C = frozenset({"input", "const", "zeros", "ones", "full", "empty", "ara
 _ORDERS = {"C": "C", "F": "F", "A": "A", "K": "K"}
 
 
-def _caller_array(tx: TraceContext, buffer: Buffer) -> Any:
-    """The array a graph-input buffer was made from (its strides are part of the dispatch key), or None."""
-    if buffer.input_index is None:
-        return None
-    for key, value in tx._by_id.items():  # the context keeps its arguments by id
-        if value.buffer is buffer:
-            return next((v for v in tx._keep if id(v) == key), None)
-    return None
-
-
 def _contiguous_strides(shape: tuple[int, ...], itemsize: int, order: str) -> tuple[int, ...]:
     strides, step = [0] * len(shape), itemsize
     for i in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
@@ -37,14 +27,14 @@ def _contiguous_strides(shape: tuple[int, ...], itemsize: int, order: str) -> tu
     return tuple(strides)
 
 
-def _stride_proto(tx: TraceContext, x: TArray) -> np.ndarray | None:
+def stride_proto(tx: TraceContext, x: TArray) -> np.ndarray | None:
     """A stand-in with ``x``'s shape and NumPy strides, or None when the tracer cannot know them (a strided array
     that is not a caller's array, e.g. a branch result)."""
     if x.kind != "array":
         return None
     origin = x.buffer.origin
     t = origin.tensor_type
-    caller = _caller_array(tx, x.buffer)
+    caller = tx.caller_array(x.buffer)
     strides = getattr(caller, "strides", None)
     if strides is None or len(strides) != t.ndim:
         if t.layout == "S":
@@ -80,7 +70,7 @@ def _order(tx: TraceContext, order: Any, what: str) -> str:
 
 def _memory_order(tx: TraceContext, x: TArray, order: str, what: str) -> tuple[str, np.ndarray | None]:
     """Resolve 'A' and 'K' as NumPy does: 'C', 'F' or 'K' (a non-contiguous array in its memory order)."""
-    proto = _stride_proto(tx, x)
+    proto = stride_proto(tx, x)
     if order in "CF":
         return order, proto
     if tx.type_of(x).ndim <= 1:
@@ -96,11 +86,15 @@ def _memory_order(tx: TraceContext, x: TArray, order: str, what: str) -> tuple[s
     return ("F" if proto.flags.f_contiguous else "K"), proto
 
 
-def _keep_order_axes(tx: TraceContext, proto: np.ndarray, what: str) -> tuple[int, ...]:
+def memory_axes(proto: np.ndarray) -> tuple[int, ...]:
     """The axes by descending absolute stride (ties in C order): NumPy's order='K' traversal."""
+    return tuple(sorted(range(proto.ndim), key=lambda i: (-abs(proto.strides[i]), i)))
+
+
+def _keep_order_axes(tx: TraceContext, proto: np.ndarray, what: str) -> tuple[int, ...]:
     if any(s == 0 and d > 1 for s, d in zip(proto.strides, proto.shape)):
         tx.graph_break(f"{what}(order='K') of a broadcast view")
-    return tuple(sorted(range(proto.ndim), key=lambda i: (-abs(proto.strides[i]), i)))
+    return memory_axes(proto)
 
 
 def _flat_copy(tx: TraceContext, x: TArray, axes: tuple[int, ...] | None) -> TArray:
@@ -118,7 +112,7 @@ def _reshape_to(tx: TraceContext, a: Any, shape: tuple[int, ...]) -> TArray:
     view = tx.view(x, "reshape", shape=shape)  # type-checks now: NumPy's shape errors come first
     if x.kind != "array":
         return view  # a scalar's reshape is a new array already
-    proto = _stride_proto(tx, x)
+    proto = stride_proto(tx, x)
     if proto is not None:
         try:
             np.reshape(proto, shape, copy=False)
