@@ -307,15 +307,19 @@ class _Emit:
         accumulator's."""
         return r.inputs[0].type.dtype if self._block_sum(r) else acc
 
+    def _operand_arg(self, r: Node) -> ArrayArg:
+        """The kernel argument a reduction reads its operand from."""
+        return self.args[self.spec.use_of[(r, r.inputs[0])]]
+
     def _walks(self, r: Node, last: int) -> bool:
         """Whether ``r``'s operand walks the innermost reduced axis (so its blocks are slices of a row)."""
-        return self.args[self.spec.use_of[(r, r.inputs[0])]].walks[last]
+        return self._operand_arg(r).walks[last]
 
     def _slice_of(self, r: Node, idx: dict[int, str], last: int) -> str | None:
         """``a0[i0, jb:jb + m]``: the block of ``r``'s operand, when it walks the innermost reduced axis."""
         if not self._walks(r, last):
             return None
-        arg = self.args[self.spec.use_of[(r, r.inputs[0])]]
+        arg = self._operand_arg(r)
         saved = idx.get(last)
         idx[last] = "jb:jb + m"
         text = self.index(arg, idx)
@@ -347,7 +351,7 @@ class _Emit:
     def _fold(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], lane: int, pad: str) -> None:
         for r in reds:
             (src,) = r.inputs
-            arg = self.args[self.spec.use_of[(r, src)]]
+            arg = self._operand_arg(r)
             v = self.var[r]
             value = E.cast(self.index(arg, idx), accs[r], src.type.dtype)
             w(f"{pad}acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', value)}")
