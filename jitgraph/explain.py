@@ -123,9 +123,12 @@ class ExplainResult:
 def explain(fn: Callable[..., Any], **compile_options: Any) -> Callable[..., ExplainResult]:
     """Return a function that calls ``fn`` once under a fresh compiled wrapper and reports what happened."""
     target = fn._fn if isinstance(fn, CompiledFunction) else fn
-    if isinstance(fn, CompiledFunction):
-        compile_options = {"backend": fn.backend, "options": fn.options, **compile_options}
+    # ``explain(fn, math="libm")`` takes backend options the way ``jitgraph.compile`` does.
+    own = {k: compile_options.pop(k) for k in ("backend", "cache_limit", "options") if k in compile_options}
     compile_options.pop("fullgraph", None)
+    if isinstance(fn, CompiledFunction):
+        own = {"backend": fn.backend, **own, "options": {**fn.options, **own.get("options", {})}}
+    compile_options = {**own, "options": {**own.get("options", {}), **compile_options}}
 
     def run(*args: Any, **kwargs: Any) -> ExplainResult:
         compiled = CompiledFunction(target, **compile_options)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.backends.cpu import blas
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu import threads
 from jitgraph.backends.cpu.buffers import OutputSlot
@@ -93,6 +94,9 @@ class GroupKernel:
                                  self.full and o.type.dtype == self.head.type.dtype), None)
         self.modules: dict[Any, Any] = {}
         self.times: dict[str, float] = {"codegen": 0.0, "numba": 0.0}  # summed over specialisations
+        # ``C -= s * (A @ B)`` written into C: one BLAS gemm with beta = 1 and no kernel (see blas.py).
+        self.update = blas.update_form(self.body, self.head) if self.math == "fast" else None
+        self.gemm_updates = 0  # calls that took that path (explain shows it)
 
     @staticmethod
     def _is_scalar(n: Node) -> bool:
@@ -255,6 +259,11 @@ class GroupKernel:
     def __call__(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...] = ()) -> list[Any]:
         """Run the group on the fused node's operand values. ``inplace`` pairs (kernel output k, operand j) whose
         buffer output k may overwrite. Returns the output values, one per body output."""
+        update = self.update
+        if update is not None and inplace == ((0, update.c),) and blas.gemm_update(
+                operands[update.a], operands[update.b], operands[update.c], update.alpha(operands, self.head.type.dtype)):
+            self.gemm_updates += 1
+            return [operands[update.c]]
         key = (inplace,) + tuple([operands[j].strides for j in self.array_operands]) + \
             tuple([getattr(operands[j], "flags", None) is None or operands[j].flags.writeable for _, j in inplace])
         launch = self.launches.get(key)

@@ -111,6 +111,8 @@ class CpuCompiled:
             info = kernel.info
             ops = [n.op for n in info.amap]
             variants = sorted({launch.kernel.py_func.__name__ for launch in kernel.launches.values()})
+            if kernel.gemm_updates:
+                variants.append("BLAS gemm with beta=1 (the update folded into the product, no kernel)")
             lines.append(f"{names[node]} kernel {kernel.name} ({node.attrs['kind']}, {len(ops)} ops, domain "
                          f"{list(info.domain)}, reduces {info.raxes or '-'}; ran: {', '.join(variants) or '-'})")
             lines += [f"    not fused with {cut}" for cut in node.attrs.get("cuts", ())]
