@@ -96,6 +96,7 @@ def test_zero_scale_keeps_nan_of_the_product():
     assert np.isnan(ref[0]).any()
     np.testing.assert_array_equal(np.isnan(mine[0]), np.isnan(ref[0]))
     _close(mine, ref, "float64")
+    assert BLAS_PATH not in notes
 
 
 def test_nan_and_inf_propagate_through_the_gemm():

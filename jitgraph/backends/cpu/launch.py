@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.backends.cpu import blas
+from jitgraph.backends.cpu import blas, threads
 from jitgraph.backends.cpu import cache as kcache
-from jitgraph.backends.cpu import threads
 from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
