@@ -145,3 +145,23 @@ def test_reductions_over_no_axes_compile():
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
             assert compiled.break_reasons() == []
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7])
+def test_row_sweeps_prefetch_the_next_row(rows):
+    """Layernorm's variance sweep prefetches the next row of its input (jg_prefetch, kernel_source._next_rows); the
+    first sweep, which brings the row in, does not. A chunk's last row prefetches itself (no index past the end)."""
+    import jitgraph
+
+    def layernorm(x):
+        xc = x - x.mean(axis=1, keepdims=True)
+        return xc / np.sqrt((xc * xc).mean(axis=1, keepdims=True) + 1e-5)
+
+    x = np.random.default_rng(rows).standard_normal((rows, 300)).astype(np.float32)
+    compiled = jitgraph.compile(layernorm, backend="cpu", cache=False)
+    np.testing.assert_allclose(compiled(x), layernorm(x), rtol=1e-5, atol=1e-6)
+    if rows == 1:
+        return  # one row coalesces into a 1-D kernel: no row loop, nothing to prefetch
+    kernel = next(iter(compiled.entries[-1].compiled.kernels.values()))
+    first, second = kernel.source.split("# level-2 sweep")
+    assert "jg_prefetch" not in first.split("def fused")[-1] and "jg_prefetch(a0, nx, k)" in second

@@ -4,13 +4,17 @@ The helpers themselves are defined once, as plain Python, in :mod:`jitgraph.back
 backend compiles the same functions as device functions). Here each becomes ``jg_<name>``, an
 ``njit(inline="always")`` function, so it costs nothing after inlining. Generated modules ``import *`` from here.
 
-The block sums are CPU-only: they exist to let LLVM reassociate (and so vectorise) float sums.
+The block sums are CPU-only: they exist to let LLVM reassociate (and so vectorise) float sums. ``jg_prefetch`` is
+a cache hint (``llvm.prefetch``) that reduction kernels issue for the next row while they sweep the current one.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from jitgraph.backends import scalar_semantics as semantics
 
@@ -50,6 +54,7 @@ __all__ = [
     "jg_mod_float",
     "jg_mod_int",
     "jg_power_int",
+    "jg_prefetch",
     "jg_sign",
     "jg_sum_block_f32",
     "jg_sum_block_f64",
@@ -76,3 +81,32 @@ def jg_sum_block_f64(a):
     for k in range(a.shape[0]):
         s += a[k]
     return s
+
+
+@intrinsic
+def jg_prefetch(typingctx, array, row, col):
+    """Hint the CPU to fetch ``array[row, col]``'s cache line (a no-op for correctness: prefetches never fault).
+
+    Why: a reduction kernel reads a row from memory in its first sweep and then computes on it in cache; the
+    hardware prefetchers stop at each 4 KB page, so the next row's first lines miss in full. Prefetching the next
+    row during a later sweep overlaps that memory traffic with the computation (layernorm over (4096, 1024)
+    float32: ~10% faster on the 2-core development machine).
+    """
+    if not (isinstance(array, types.Array) and array.ndim == 2 and isinstance(row, types.Integer)
+            and isinstance(col, types.Integer)):
+        return None
+    sig = types.void(array, row, col)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # read (0), keep in all cache levels (3), data cache (1)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

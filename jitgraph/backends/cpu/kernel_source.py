@@ -95,6 +95,7 @@ class _Emit:
         self.helpers: list[list[str]] = []  # reassociable sweep blocks (sweep_helpers.py), emitted before the kernel
         self._done_set: set[Node] = set()
         self._lanes: dict[Node, int] = {}  # accumulators each reduction declares (its sweep decides)
+        self._prefetch: list[ArrayArg] = []  # rows the current sweep prefetches for the next outer index
 
     def operand(self, n: Node) -> bool:
         """Values the kernel loads from memory: body inputs and the BLAS product of an epilogue."""
@@ -227,11 +228,14 @@ class _Emit:
         self._outer_values(w, 0)
         finals = [o for o in spec.outputs if o.value in spec.full]
         keep: list[Node] = []
-        for lvl in levels:
+        for k, lvl in enumerate(levels):
             reds = [r for r in self.reductions if spec.level[r] == lvl]
             if lvl == levels[-1] and finals:
                 keep = self.scratch_candidates(reds, [o.value for o in finals])
+            # The first sweep brings the row into cache; the later ones compute on it and prefetch the next row.
+            self._prefetch = self._next_rows() if k >= 1 else []
             self._sweep(w, reds, idx, keep)
+            self._prefetch = []
             self._outer_values(w, lvl)
         if finals:
             w("# final sweep: full-shape outputs" + (" (costly values reloaded from the last sweep)" if keep else ""))
@@ -246,6 +250,21 @@ class _Emit:
         for o in spec.outputs:
             if o.value not in spec.full:
                 w(f"{self.index(o, idx)} = {self.var[o.value]}")
+
+    def _next_rows(self) -> list[ArrayArg]:
+        """Arrays whose next row (outer index + 1) a sweep over a rank-2 row-reduction kernel prefetches.
+
+        Only the plain case: one outer loop over rows (the chunked one), the reduction along the other, and arrays
+        that walk both (full rows); broadcast rows (weights, biases) stay in cache anyway."""
+        if self.outer_dims != (0,) or self.spec.inner != (1,):
+            return []
+        return [a for a in self.spec.arrays if a.walks == (True, True)]
+
+    def _prefetch_block(self, w: _Writer) -> None:
+        """Inside a block loop (``jb``, ``m``): one prefetch per cache line of the block in the next row."""
+        for a in self._prefetch:
+            w(f"for k in range(jb, jb + m, {max(64 // a.value.type.dtype.itemsize, 1)}):")
+            w(f"    jg_prefetch({a.name}, nx, k)")
 
     def _outer_values(self, w: _Writer, lvl: int) -> None:
         for n in self.members:
@@ -285,6 +304,8 @@ class _Emit:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
+        if self._prefetch:
+            w("nx = min(i0 + np.uint64(1), np.uint64(hi - 1))  # the next row of this chunk (or this row)")
         if blocks:
             self._direct_blocks(w, reds, accs, idx, last)
         elif direct:
@@ -333,6 +354,9 @@ class _Emit:
         """Float sums of operands as loaded: a vectorised helper sums each block of the row in place."""
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w(f"    m = min({BLOCK}, n{last} - jb)")
+        w.depth += 1
+        self._prefetch_block(w)
+        w.depth -= 1
         for r in reds:
             v = self.var[r]
             block = f"{self._block_sum(r)}({self._slice_of(r, idx, last)})"
@@ -361,6 +385,7 @@ class _Emit:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = min({BLOCK}, n{last} - jb)")
+        self._prefetch_block(w)
         if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
             name = f"{self.spec.name}_sweep{len(self.helpers)}"
             lines, call = sweep_helpers.helper(self, _Writer(), name, reds, idx, last, keep)
