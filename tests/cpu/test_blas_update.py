@@ -15,6 +15,12 @@ from jitgraph.ir import GraphBuilder, TensorType
 
 pytestmark = pytest.mark.skipif(not blas.available("float32"), reason="NumPy's BLAS has no scipy_openblas64_ gemm")
 
+
+@pytest.fixture(autouse=True)
+def _small_products_take_the_blas_path(monkeypatch):
+    """The tests use small matrices; the size threshold has its own test."""
+    monkeypatch.setattr(blas, "MIN_ELEMENTS", 1)
+
 BLAS_PATH = "BLAS gemm with beta=1"
 
 
@@ -185,3 +191,11 @@ def test_update_form_recognises(build, sign, scale):
 def test_update_form_rejects(build):
     graph, head = _body(build)
     assert blas.update_form(graph, head) is None
+
+
+def test_small_updates_keep_the_kernel_path(monkeypatch):
+    """Below MIN_ELEMENTS the ctypes call costs more than the pass over C it saves."""
+    monkeypatch.setattr(blas, "MIN_ELEMENTS", 24 * 20 + 1)
+    mine, ref, notes = _run(sgd, _inputs("float32") + [0.01])
+    _close(mine, ref, "float32")
+    assert BLAS_PATH not in notes
