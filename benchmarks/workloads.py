@@ -257,8 +257,8 @@ def main() -> None:
                         for kind in extras}
         bound = BANDWIDTH_BOUND.get(name)
         n = make_inputs(name, scale)[0].size
-        moved = bound * n * 4 / bw  # seconds the copy would take for this workload's traffic
-        frac = f"{100 * moved / res['compiled']:5.0f}% ({100 * moved / res['compiled_best']:4.0f}%)" if bound \
+        moved = (bound or 0) * n * 4 / bw  # seconds the copy would take for this workload's traffic
+        frac = f"{100 * moved / res['compiled']:6.0f}% ({100 * moved / res['compiled_best']:3.0f}%)" if bound \
             else f"{'-':>14}"
         label = f"{name} {WORKLOADS[name][0]}"
         print(f"| {label:<32} | {res['eager'] * 1e3:9.2f} | {res['compiled'] * 1e3:11.2f} | "
