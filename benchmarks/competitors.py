@@ -49,8 +49,10 @@ def _compile(kind: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray], repeat: int,
-            timings: Callable[..., tuple[float, float]], agree: Callable[..., bool]) -> dict[str, Any]:
-    """{"time": median s, "compile": first call s, "agree": bool} or {"note": why there is no figure}."""
+            paired: Callable[..., Any], agree: Callable[..., bool], ours: Callable[[], object]) -> dict[str, Any]:
+    """{"time": median s, "compile": first call s, "agree": bool, "ours": jitgraph's median s} or {"note": why
+    there is no figure}. The competitor is timed in alternating blocks with ``ours`` (a jitgraph call of the same
+    workload), so the two figures of a row come from the same state of the machine."""
     if kind == "jax.jit" and name in IN_PLACE:
         return {"note": "n/a (updates its arguments in place)"}
     try:
@@ -62,13 +64,14 @@ def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray]
         want = fn(*b)
         ok = agree(name, got, want, a, b) if kind != "jax.jit" else agree(name, got, want, [], [])
         args = [x.copy() for x in base]
-        median, _ = timings(lambda: compiled(*args), repeat)
+        (median, _), (mine, _) = paired(lambda: compiled(*args), ours, repeat)
     except Exception as exc:  # noqa: BLE001 - a competitor failing is a result to print, not a crash
         return {"note": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:60]}"}
-    return {"time": median, "compile": first, "agree": ok}
+    return {"time": median, "compile": first, "agree": ok, "ours": mine}
 
 
 def cell(result: dict[str, Any]) -> str:
     if "note" in result:
         return result["note"]
-    return f"{result['time'] * 1e3:.2f} ms ({result['compile']:.1f} s){'' if result['agree'] else ' DIFFERS'}"
+    return (f"{result['time'] * 1e3:.2f} ms ({result['compile']:.1f} s) [jitgraph {result['ours'] * 1e3:.2f}]"
+            f"{'' if result['agree'] else ' DIFFERS'}")
