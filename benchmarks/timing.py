@@ -30,23 +30,26 @@ def median(fn: Callable[[], object], repeat: int, budget: float = 3.0, warmup: b
     return timings(fn, repeat, budget)[0]
 
 
-def paired_timings(first: Callable[[], object], second: Callable[[], object], repeat: int, block: int = 5,
-                   budget: float = 6.0) -> tuple[tuple[float, float], tuple[float, float]]:
+def paired_timings(first: Callable[[], object], second: Callable[[], object], repeat: int, block: int = 6,
+                   budget: float = 6.0, discard: int = 1) -> tuple[tuple[float, float], tuple[float, float]]:
     """(median, best) of ``first`` and of ``second``, timed in alternating blocks of ``block`` calls each.
 
     On a shared machine the speed drifts within seconds; timing all of one function, then all of the other, puts
     each on its own side of a drift and moves their ratio by tens of percent between runs. Alternating short
     blocks exposes both to the same conditions, while each block still runs its function back to back, as a loop
-    calling it would (warm caches, reused buffers). Stops after ``repeat`` calls of each, or once ``budget``
-    seconds are spent (after one block of each)."""
+    calling it would (warm caches, reused buffers). The first ``discard`` calls of each block are not recorded:
+    they pay for the switch (caches the other function evicted, and worker threads it left spinning: OpenBLAS's
+    after a GEMM, libgomp's after a torch.compile kernel, compete with the next parallel kernel for ~ms). Stops
+    after ``repeat`` recorded calls of each, or once ``budget`` seconds are spent (after one block of each)."""
     times: tuple[list[float], list[float]] = ([], [])
     start = time.perf_counter()
     while len(times[0]) < repeat:
         for fn, out in ((first, times[0]), (second, times[1])):
-            for _ in range(block):
+            for k in range(block):
                 t = time.perf_counter()
                 fn()
-                out.append(time.perf_counter() - t)
+                if k >= discard:
+                    out.append(time.perf_counter() - t)
         if time.perf_counter() - start > budget:
             break
     return ((float(np.median(times[0])), float(min(times[0]))),
