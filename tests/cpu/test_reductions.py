@@ -149,7 +149,8 @@ def test_reductions_over_no_axes_compile():
 
 @pytest.mark.parametrize("rows", [1, 2, 7])
 def test_row_sweeps_prefetch_the_next_row(rows):
-    """Layernorm's variance sweep prefetches the next row of its input (jg_prefetch, kernel_source._next_rows); the
+    """Layernorm's variance sweep prefetches the next row of its input (jg_prefetch, kernel_source._next_rows) and,
+    with intent to write, of its output; the
     first sweep, which brings the row in, does not. A chunk's last row prefetches itself (no index past the end)."""
     import jitgraph
 
@@ -165,3 +166,4 @@ def test_row_sweeps_prefetch_the_next_row(rows):
     kernel = next(iter(compiled.entries[-1].compiled.kernels.values()))
     first, second = kernel.source.split("# level-2 sweep")
     assert "jg_prefetch" not in first.split("def fused")[-1] and "jg_prefetch(a0, nx, k)" in second
+    assert "jg_prefetch_write(o0, nx, k)" in second  # the row the final sweep will store

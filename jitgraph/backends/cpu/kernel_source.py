@@ -252,19 +252,23 @@ class _Emit:
                 w(f"{self.index(o, idx)} = {self.var[o.value]}")
 
     def _next_rows(self) -> list[ArrayArg]:
-        """Arrays whose next row (outer index + 1) a sweep over a rank-2 row-reduction kernel prefetches.
+        """Arrays whose next row (outer index + 1) a sweep over a rank-2 row-reduction kernel prefetches: inputs to
+        read, outputs to write.
 
         Only the plain case: one outer loop over rows (the chunked one), the reduction along the other, and arrays
         that walk both (full rows); broadcast rows (weights, biases) stay in cache anyway."""
         if self.outer_dims != (0,) or self.spec.inner != (1,):
             return []
-        return [a for a in self.spec.arrays if a.walks == (True, True)]
+        inputs = {a.name for a in self.spec.arrays}
+        return [a for a in self.spec.arrays if a.walks == (True, True)] + \
+            [o for o in self.spec.outputs if o.walks == (True, True) and o.name not in inputs]
 
     def _prefetch_block(self, w: _Writer) -> None:
         """Inside a block loop (``jb``, ``m``): one prefetch per cache line of the block in the next row."""
+        inputs = {a.name for a in self.spec.arrays}
         for a in self._prefetch:
             w(f"for k in range(jb, jb + m, {max(64 // a.value.type.dtype.itemsize, 1)}):")
-            w(f"    jg_prefetch({a.name}, nx, k)")
+            w(f"    jg_prefetch{'' if a.name in inputs else '_write'}({a.name}, nx, k)")
 
     def _outer_values(self, w: _Writer, lvl: int) -> None:
         for n in self.members:
