@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep, sweep_helpers
+from jitgraph.backends.cpu import column_sweep, row_prefetch, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
@@ -95,7 +95,6 @@ class _Emit:
         self.helpers: list[list[str]] = []  # reassociable sweep blocks (sweep_helpers.py), emitted before the kernel
         self._done_set: set[Node] = set()
         self._lanes: dict[Node, int] = {}  # accumulators each reduction declares (its sweep decides)
-        self._prefetch: list[ArrayArg] = []  # rows the current sweep prefetches for the next outer index
 
     def operand(self, n: Node) -> bool:
         """Values the kernel loads from memory: body inputs and the BLAS product of an epilogue."""
@@ -233,9 +232,8 @@ class _Emit:
             if lvl == levels[-1] and finals:
                 keep = self.scratch_candidates(reds, [o.value for o in finals])
             # The first sweep brings the row into cache; the later ones compute on it and prefetch the next row.
-            self._prefetch = self._next_rows() if k >= 1 else []
-            self._sweep(w, reds, idx, keep)
-            self._prefetch = []
+            rows = row_prefetch.next_rows(spec, self.outer_dims) if k >= 1 else []
+            self._sweep(w, reds, idx, keep, rows)
             self._outer_values(w, lvl)
         if finals:
             w("# final sweep: full-shape outputs" + (" (costly values reloaded from the last sweep)" if keep else ""))
@@ -251,25 +249,6 @@ class _Emit:
             if o.value not in spec.full:
                 w(f"{self.index(o, idx)} = {self.var[o.value]}")
 
-    def _next_rows(self) -> list[ArrayArg]:
-        """Arrays whose next row (outer index + 1) a sweep over a rank-2 row-reduction kernel prefetches: inputs to
-        read, outputs to write.
-
-        Only the plain case: one outer loop over rows (the chunked one), the reduction along the other, and arrays
-        that walk both (full rows); broadcast rows (weights, biases) stay in cache anyway."""
-        if self.outer_dims != (0,) or self.spec.inner != (1,):
-            return []
-        inputs = {a.name for a in self.spec.arrays}
-        return [a for a in self.spec.arrays if a.walks == (True, True)] + \
-            [o for o in self.spec.outputs if o.walks == (True, True) and o.name not in inputs]
-
-    def _prefetch_block(self, w: _Writer) -> None:
-        """Inside a block loop (``jb``, ``m``): one prefetch per cache line of the block in the next row."""
-        inputs = {a.name for a in self.spec.arrays}
-        for a in self._prefetch:
-            w(f"for k in range(jb, jb + m, {max(64 // a.value.type.dtype.itemsize, 1)}):")
-            w(f"    jg_prefetch{'' if a.name in inputs else '_write'}({a.name}, nx, k)")
-
     def _outer_values(self, w: _Writer, lvl: int) -> None:
         for n in self.members:
             if n in self.spec.full or n in self.scalar_nodes or n in self.reductions:
@@ -282,13 +261,15 @@ class _Emit:
     def _done(self) -> set[Node]:
         return self._done_set
 
-    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str], keep: list[Node]) -> None:
+    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str], keep: list[Node],
+               rows: list[ArrayArg]) -> None:
         """One pass over the reduced axes computing ``reds``, blocked so that both halves vectorise.
 
         Per block of the innermost reduced axis, the reductions' operands are computed into small buffers (an
         elementwise loop, which LLVM vectorises, math library included), then folded into ``LANES`` independent
         accumulators (float32 sums accumulate in float64). ``keep``: full values the final sweep would recompute
-        at some cost; they are stored into row scratch buffers here and loaded there instead.
+        at some cost; they are stored into row scratch buffers here and loaded there instead. ``rows``: arrays whose
+        next row the block loops prefetch (row_prefetch.py).
         """
         spec = self.spec
         w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
@@ -308,14 +289,15 @@ class _Emit:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
         self.loops(w, tuple(outer_r), idx, False)
-        if self._prefetch:
-            w("nx = min(i0 + np.uint64(1), np.uint64(hi - 1))  # the next row of this chunk (or this row)")
+        prefetch = row_prefetch.block_lines(rows if blocks or not direct else [], {a.name for a in spec.arrays})
+        if prefetch:  # only the block loops prefetch; direct lanes have none
+            w(row_prefetch.NEXT_ROW)
         if blocks:
-            self._direct_blocks(w, reds, accs, idx, last)
+            self._direct_blocks(w, reds, accs, idx, last, prefetch)
         elif direct:
             self._direct_lanes(w, reds, accs, idx, last)
         else:
-            self._blocked_lanes(w, reds, accs, idx, last, keep)
+            self._blocked_lanes(w, reds, accs, idx, last, keep, prefetch)
         w.depth = depth
         self._finish(w, reds)
 
@@ -354,13 +336,13 @@ class _Emit:
             idx[last] = saved
         return text
 
-    def _direct_blocks(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
+    def _direct_blocks(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
+                       prefetch: list[str]) -> None:
         """Float sums of operands as loaded: a vectorised helper sums each block of the row in place."""
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w(f"    m = min({BLOCK}, n{last} - jb)")
-        w.depth += 1
-        self._prefetch_block(w)
-        w.depth -= 1
+        for line in prefetch:
+            w(f"    {line}")
         for r in reds:
             v = self.var[r]
             block = f"{self._block_sum(r)}({self._slice_of(r, idx, last)})"
@@ -385,11 +367,12 @@ class _Emit:
             w(f"{pad}acc{v}_{lane} = {E.reduction_combine(r.op, f'acc{v}_{lane}', value)}")
 
     def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
-                       keep: list[Node]) -> None:
+                       keep: list[Node], prefetch: list[str]) -> None:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = min({BLOCK}, n{last} - jb)")
-        self._prefetch_block(w)
+        for line in prefetch:
+            w(line)
         if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
             name = f"{self.spec.name}_sweep{len(self.helpers)}"
             lines, call = sweep_helpers.helper(self, _Writer(), name, reds, idx, last, keep)
