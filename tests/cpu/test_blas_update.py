@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not blas.available("float32"), reason="NumPy's B
 
 @pytest.fixture(autouse=True)
 def _small_products_take_the_blas_path(monkeypatch):
-    """The tests use small matrices; the size threshold has its own test."""
+    """The tests use small matrices; the size threshold (checked when a kernel is built) has its own test."""
     monkeypatch.setattr(blas, "MIN_ELEMENTS", 1)
 
 BLAS_PATH = "BLAS gemm with beta=1"
@@ -171,8 +171,8 @@ def _body(build):
 
 
 @pytest.mark.parametrize(("build", "sign", "scale"), [
-    (lambda g, p, c: g.op("subtract", c, p), -1, None),
-    (lambda g, p, c: g.op("add", p, c), 1, None),
+    (lambda g, p, c: g.op("subtract", c, p), -1, 1.0),
+    (lambda g, p, c: g.op("add", p, c), 1, 1.0),
     (lambda g, p, c: g.op("subtract", c, g.op("multiply", g.const(0.5), p)), -1, 0.5),
 ])
 def test_update_form_recognises(build, sign, scale):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ _SYMBOLS = {np.dtype(np.float32): ("scipy_cblas_sgemm64_", ctypes.c_float),
             np.dtype(np.float64): ("scipy_cblas_dgemm64_", ctypes.c_double)}
 _PATTERNS = ("libscipy_openblas64_*.so*", "libscipy_openblas64_*.dylib", "libscipy_openblas64_*.dll")
 # Elements of C from which the BLAS path pays: its ctypes call costs ~12 us (three ``.ctypes.data`` alone ~9 us),
-# the product-plus-kernel path ~1 ns per element more than the gemm alone.
+# the product-plus-kernel path ~1 ns per element more than the gemm alone. Shapes are static, so update_form
+# decides this once per kernel.
 MIN_ELEMENTS = 1 << 16
 
 
@@ -89,7 +91,7 @@ def gemm_update(a: Any, b: Any, c: Any, alpha: float) -> bool:
         return False
     (m, k), (k2, n) = a.shape, b.shape
     # alpha == 0 would let BLAS skip the product, and with it the nan/inf of a @ b that NumPy propagates.
-    if k != k2 or c.shape != (m, n) or m * n < MIN_ELEMENTS or k == 0 or alpha == 0 or not np.isfinite(alpha):
+    if k != k2 or c.shape != (m, n) or 0 in (m, n, k) or alpha == 0 or not np.isfinite(alpha):
         return False
     fn = _gemm(c.dtype)
     if fn is None or not c.flags.writeable or np.may_share_memory(c, a) or np.may_share_memory(c, b):
@@ -111,19 +113,20 @@ class UpdateForm:
     b: int
     c: int
     sign: int  # +1 for add, -1 for subtract
-    scale: float | None  # a constant factor (None: see scale_operand, or 1)
-    scale_operand: int | None  # operand index of a runtime scalar factor
+    scale: float = 1.0  # a constant factor (1 without a multiply)
+    scale_operand: int | None = None  # operand index of a runtime scalar factor, which replaces ``scale``
 
     def alpha(self, operands: Sequence[Any], dtype: np.dtype) -> float:
         """``sign * s`` with ``s`` rounded to the product's dtype first, as NumPy casts a Python scalar (NEP 50)."""
-        s = 1.0 if self.scale is None and self.scale_operand is None else (
-            self.scale if self.scale_operand is None else operands[self.scale_operand])
-        return float(self.sign * dtype.type(np.asarray(s).item()))
+        s = self.scale if self.scale_operand is None else np.asarray(operands[self.scale_operand]).item()
+        return float(self.sign * dtype.type(s))
 
 
 def update_form(body: Graph, head: Node | None) -> UpdateForm | None:
     """The :class:`UpdateForm` of a matmul-epilogue body, or None when the body computes anything else."""
     if head is None or head.op != "matmul" or len(body.outputs) != 1 or head.type.dtype not in _SYMBOLS:
+        return None
+    if math.prod(head.type.shape) < MIN_ELEMENTS:
         return None
     (out,) = body.outputs
     index = {n: k for k, n in enumerate(body.inputs)}
@@ -135,10 +138,9 @@ def update_form(body: Graph, head: Node | None) -> UpdateForm | None:
     c, term = (first, second) if first in index else (second, first)
     if out.op == "subtract" and c is not first:
         return None
-    if c not in index or c.type.shape != head.type.shape or c.type.dtype != head.type.dtype:
+    if c not in index or (c.type.shape, c.type.dtype) != same:
         return None
-    scale: float | None = None
-    scale_operand: int | None = None
+    scale, scale_operand = 1.0, None
     if term is not head:
         if term.op != "multiply" or head not in term.inputs or (term.type.shape, term.type.dtype) != same:
             return None
