@@ -17,7 +17,7 @@ from jitgraph.tracer.values import TArray
 # array with the value's exact shape and strides over a one-element buffer (``as_strided``). Only view operations
 # (basic getitem, transpose, broadcast_to, reshape with copy=False) ever touch it, and they never read the data.
 _CREATED_C = frozenset({"input", "const", "zeros", "ones", "full", "empty", "arange", "eye"})
-_ORDERS = {"C": "C", "F": "F", "A": "A", "K": "K"}
+_ORDERS = ("C", "F", "A", "K")
 
 
 def _contiguous_strides(shape: tuple[int, ...], itemsize: int, order: str) -> tuple[int, ...]:
@@ -63,7 +63,7 @@ def _order(tx: TraceContext, order: Any, what: str) -> str:
     if order is None:
         return "C"
     if isinstance(order, str) and order.upper() in _ORDERS:
-        return _ORDERS[order.upper()]
+        return order.upper()
     err = ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
     tx.graph_break(f"{what}: {err}", err if isinstance(order, str) else None)
 
