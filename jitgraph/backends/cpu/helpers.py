@@ -6,7 +6,8 @@ backend compiles the same functions as device functions). Here each becomes ``jg
 
 The block sums are CPU-only: they exist to let LLVM reassociate (and so vectorise) float sums. ``jg_prefetch`` is
 a cache hint (``llvm.prefetch``) that reduction kernels issue for the next row while they sweep the current
-one (``jg_prefetch_write`` for the rows they will store).
+one (``jg_prefetch_write`` for the rows they will store); ``jg_stream_row`` writes a large output's row past
+the caches (:mod:`streaming`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from jitgraph.backends import scalar_semantics as semantics
+from jitgraph.backends.cpu.streaming import jg_stream_fence, jg_stream_row
 
 _inline = njit(inline="always", error_model="numpy", cache=False)
 # Block sums may be reassociated (and so vectorised): they are *not* inlined at Numba's IR level, which would give
@@ -58,6 +60,8 @@ __all__ = [
     "jg_prefetch",
     "jg_prefetch_write",
     "jg_sign",
+    "jg_stream_fence",
+    "jg_stream_row",
     "jg_sum_block_f32",
     "jg_sum_block_f64",
 ]

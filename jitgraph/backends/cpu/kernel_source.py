@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep, row_prefetch, sweep_helpers
+from jitgraph.backends.cpu import column_sweep, row_prefetch, streaming, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
@@ -64,6 +64,7 @@ class KernelSpec:
     head: Node | None = None
     mean_counts: dict[Node, str] = field(default_factory=dict)
     use_of: dict[tuple[Node, Node], str] = field(default_factory=dict)  # (consumer, operand) -> array arg name
+    stream: frozenset[str] = frozenset()  # outputs to write with streaming stores where they can (streaming.py)
 
 
 class _Writer:
@@ -175,6 +176,7 @@ class _Emit:
                   *(o.name for o in spec.outputs if o.name not in inputs)]
         fname = spec.name
         self.prologue: list[str] = []
+        self.fence = False
         w = _Writer()
         w.lines.append(f"def {fname}({', '.join(params)}):")
         # Constants, scalar arguments and 0-d arithmetic: once per call.
@@ -204,6 +206,9 @@ class _Emit:
             else:
                 self._reduction_body(w, idx)
         w.lines[top:top] = ["    " + line for line in self.prologue]
+        if self.fence:
+            w.depth = 1
+            w("jg_stream_fence()  # the streamed rows reach memory before the launcher returns them")
         return w.lines
 
     def _flat_body(self, w: _Writer, idx: dict[int, str]) -> None:
@@ -242,9 +247,15 @@ class _Emit:
             for n in keep:
                 w(f"{self.var[n]} = sc{self.var[n]}[i{spec.inner[-1]}]")
             self.compute(w, [o.value for o in finals], idx, "", inner=True, have=set(keep))
+            streamed = [o for o in finals if streaming.row_streamable(spec, o)]
             for o in finals:
-                w(f"{self.index(o, idx)} = {self.ref(o.value, '')}")
+                target = f"st{o.name}[i1]" if o in streamed else self.index(o, idx)
+                w(f"{target} = {self.ref(o.value, '')}")
             w.depth = depth
+            for o in streamed:  # the row was computed into L1; it goes to memory past the caches
+                self.scratch(w, f"st{o.name}", "n1", o.value.type.dtype)
+                w(f"jg_stream_row({o.name}, i0, st{o.name})")
+                self.fence = True
         for o in spec.outputs:
             if o.value not in spec.full:
                 w(f"{self.index(o, idx)} = {self.var[o.value]}")

@@ -21,7 +21,7 @@ LINE_BYTES = 64
 
 def next_rows(spec: Any, outer_dims: tuple[int, ...]) -> list[Any]:
     """The kernel arguments (``ArrayArg``) whose next row a later sweep prefetches: full-row inputs to read, then
-    full-row outputs to write.
+    full-row outputs to write (but not those streamed past the caches, :mod:`streaming`).
 
     Only the plain case: one outer loop over rows (the chunked one) and the reduction along the other; broadcast
     rows (weights, biases) stay in cache anyway."""
@@ -29,7 +29,7 @@ def next_rows(spec: Any, outer_dims: tuple[int, ...]) -> list[Any]:
         return []
     inputs = {a.name for a in spec.arrays}
     return [a for a in spec.arrays if a.walks == (True, True)] + \
-        [o for o in spec.outputs if o.walks == (True, True) and o.name not in inputs]
+        [o for o in spec.outputs if o.walks == (True, True) and o.name not in inputs and o.name not in spec.stream]
 
 
 def block_lines(rows: Sequence[Any], inputs: set[str]) -> list[str]:
