@@ -13,7 +13,9 @@ plan in :mod:`jitgraph.passes.fuse` describes::
 
 Sizes are arguments, so one kernel serves every shape with the same rank and broadcast pattern. Every operand is
 read at the top of the iteration and every output written at the end, which is what makes writing an output into
-an operand's own buffer (in-place updates) safe. Intermediates are locals named after the body's ``%k``.
+an operand's own buffer (in-place updates) safe. Intermediates are locals named after the body's ``%k``. When the
+launch moves more bytes than the last-level cache holds, the final sweep computes each fresh output row into a
+scratch row and writes it with streaming stores (:mod:`streaming`).
 """
 
 from __future__ import annotations

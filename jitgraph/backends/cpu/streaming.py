@@ -7,9 +7,10 @@ for nothing. A row-reduction kernel (layernorm, softmax) then computes each full
 scratch row, which stays in L1, and copies it to the output with ``vmovntps``/``vmovntpd`` stores that go straight
 to memory; one ``sfence`` per chunk makes them visible before the chunk returns to the launcher.
 
-Measured on the 2-core development machine (AMD EPYC, Zen 3, 32 MB L3), layernorm over (rows, 1024) float32 on two
-threads, plain vs streaming stores timed in interleaved blocks: 8 MB of output 0.63 vs 0.62 ms, 16 MB 1.31 vs
-1.06 ms, 32 MB 4.50 vs 2.83 ms, 64 MB 8.28 vs 5.14 ms. Below the cache size streaming gains nothing and would make
+Measured on the 2-core development machine (AMD EPYC, Zen 3, 32 MB L3), a layernorm kernel over (rows, 1024)
+float32 on two threads, plain vs streaming stores timed in interleaved blocks: 8 MB of output 0.63 vs 0.62 ms,
+16 MB 1.31 vs 1.06 ms, 32 MB 4.50 vs 2.83 ms, 64 MB 8.28 vs 5.14 ms; through ``jitgraph.compile`` at 16 MB, 1.14-1.65
+ms against 1.31-2.32 ms over 16 runs. Below the cache size streaming gains nothing and would make
 a consumer that reads the output soon fetch it from memory, so kernels stream only when the bytes they move reach
 :data:`CACHE_FRACTION` of the last-level cache (glibc's ``memcpy`` switches to streaming stores at the same
 fraction).
