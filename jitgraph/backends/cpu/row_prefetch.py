@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from jitgraph.backends.cpu import streaming
+
 # ``nx``: the row the prefetches target, the next one of this thread's chunk (the chunk's last row targets itself,
 # so no index runs past the array).
 NEXT_ROW = "nx = min(i0 + np.uint64(1), np.uint64(hi - 1))  # the next row of this chunk (or this row)"
@@ -29,7 +31,8 @@ def next_rows(spec: Any, outer_dims: tuple[int, ...]) -> list[Any]:
         return []
     inputs = {a.name for a in spec.arrays}
     return [a for a in spec.arrays if a.walks == (True, True)] + \
-        [o for o in spec.outputs if o.walks == (True, True) and o.name not in inputs and o.name not in spec.stream]
+        [o for o in spec.outputs if o.walks == (True, True) and o.name not in inputs
+         and not streaming.row_streamable(spec, o)]
 
 
 def block_lines(rows: Sequence[Any], inputs: set[str]) -> list[str]:

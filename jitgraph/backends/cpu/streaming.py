@@ -15,6 +15,12 @@ a consumer that reads the output soon fetch it from memory, so kernels stream on
 :data:`CACHE_FRACTION` of the last-level cache (glibc's ``memcpy`` switches to streaming stores at the same
 fraction).
 
+The choice is made when a launch is planned, from its operands' sizes (a compiled graph has fixed shapes), and it
+changes the kernel's source: a function called with both small and large inputs of one rank and pattern compiles
+that row kernel twice, once with streaming stores and once without. (A kernel taking the choice as a run-time
+argument needs both final sweeps in one function: measured, it compiled about 0.3 s slower, and a copy out of a
+scratch row made small launches 70% slower, so both were dropped.)
+
 Only x86-64 has the fence this needs; elsewhere :func:`worth_streaming` is always false.
 """
 
