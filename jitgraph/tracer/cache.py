@@ -24,6 +24,7 @@ import numpy as np
 from jitgraph.backends.cuda import is_device_array
 from jitgraph.errors import BackendError, GraphBreakError
 from jitgraph.ir.graph import Graph
+from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.guards import GuardSet
 from jitgraph.tracer.keys import alias_pattern, describe, diff, guard_texts, make_key
@@ -127,11 +128,22 @@ class CompiledFunction:
         self._sites: list[str] = []  # the user's call site of each recompile (``train.py:14``)
         self._failing: collections.Counter[str] = collections.Counter()
         self._disabled = False
+        # Int arguments traced as runtime values, those that must stay specialised, and the ints of the last miss
+        # (dynamic_ints.py).
+        self._dynamic: frozenset[int | str] = frozenset()
+        self._static: set[int | str] = set()
+        self._last_ints: dict[int | str, int] = {}
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._dynamic:
+            return self._dispatch(*dynamic_ints.view(args, kwargs, self._dynamic), args, kwargs)
+        return self._dispatch(args, kwargs, args, kwargs)
+
+    def _dispatch(self, args: tuple, kwargs: dict[str, Any], user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        """Find the entry for ``args`` (with any dynamic int wrapped) and run it; eager calls get ``user_args``."""
         leaves: list[Any] = []
         entries = self._table.get(make_key(args, kwargs, leaves))
         if entries is not None:
@@ -150,13 +162,14 @@ class CompiledFunction:
                 if entry.mode == "graph":
                     return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
                 self._info.fallbacks += 1
-                return self._fn(*args, **kwargs)
-        return self._miss(args, kwargs, make_key(args, kwargs, []), leaves)
+                return self._fn(*user_args, **user_kwargs)
+        return self._miss(args, kwargs, make_key(args, kwargs, []), leaves, user_args, user_kwargs)
 
-    def _run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> Any:
+    def _run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], leaves: list[Any], user_args: tuple,
+             user_kwargs: dict[str, Any]) -> Any:
         if entry.mode == "eager":
             self._info.fallbacks += 1
-            return self._fn(*args, **kwargs)
+            return self._fn(*user_args, **user_kwargs)
         # The first run of a new entry is where lazily built kernels compile; a backend bug found here must not
         # reach the user. Inputs the graph mutates are snapshotted so a half-run graph can be undone before the
         # eager rerun (side effects happen once).
@@ -171,7 +184,7 @@ class CompiledFunction:
                 np.copyto(target, before)
             self._info.fallbacks += 1
             try:
-                result = self._fn(*args, **kwargs)
+                result = self._fn(*user_args, **user_kwargs)
             except Exception as eager_exc:
                 # NumPy raising the same on this data (an index out of range) makes it the caller's error, and the
                 # compiled entry, which behaved as NumPy does, stays.
@@ -189,13 +202,14 @@ class CompiledFunction:
         entry.break_reason = BreakReason(f"backend failed on first run: {type(exc).__name__}: {exc}", None, None)
 
     # ---- slow path ------------------------------------------------------------------------------------------
-    def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any]) -> Any:
+    def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any], user_args: tuple,
+              user_kwargs: dict[str, Any]) -> Any:
         self._info.misses += 1
         if self._disabled:
             self._refuse_eager_on_device(leaves, "it hit its recompile limit and now runs eagerly", None,
                                          "raise cache_limit=, or keep the guards that changed stable")
             self._info.fallbacks += 1
-            return self._fn(*args, **kwargs)
+            return self._fn(*user_args, **user_kwargs)
         names = parameter_names(self._fn, len(args))
         facts = describe(args, kwargs, names)
         if self.entries:
@@ -210,7 +224,7 @@ class CompiledFunction:
                 self._refuse_eager_on_device(leaves, f"it hit its recompile limit ({worst})", None,
                                              "raise cache_limit=, or keep the guards that changed stable")
                 self._info.fallbacks += 1
-                return self._fn(*args, **kwargs)
+                return self._fn(*user_args, **user_kwargs)
             self._info.recompiles += 1
             self._reasons.append(reason)
             self._sites.append(call_site())
@@ -219,14 +233,47 @@ class CompiledFunction:
         from jitgraph.progress import compiling
 
         with compiling(self.name):
-            entry = self._compile(args, kwargs, key, leaves, facts)
+            dynamic = self._compile_dynamic(user_args, user_kwargs, names)
+            if dynamic is not None:
+                entry, args, kwargs, key, leaves = dynamic
+                self._reasons[-1] += " (now traced as a runtime value)"
+            else:
+                entry = self._compile(args, kwargs, key, leaves, facts)
         log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
                          entry.mode, "\n  ".join(entry.guard_texts))
         self._table.setdefault(key, []).append(entry)
         self.entries.append(entry)
         self._info.entries = len(self.entries)
         extra = entry.check(args, kwargs) if entry.check is not None else []
-        return self._run(entry, args, kwargs, leaves + (extra or []))
+        return self._run(entry, args, kwargs, leaves + (extra or []), user_args, user_kwargs)
+
+    def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any], names: list[str]) -> tuple | None:
+        """On a recompile: int arguments whose value changed since the last miss are retraced as runtime values
+        (dynamic_ints.py). Returns (entry, args, kwargs, key, leaves) of that trace, or None when there is no such
+        argument or the trace needs their values (they then stay specialised)."""
+        ints = dynamic_ints.int_arguments(user_args, user_kwargs)
+        new = dynamic_ints.changed(self._last_ints, ints) - self._static - self._dynamic
+        self._last_ints = ints
+        if not new:
+            return None
+        dynamic = self._dynamic | new
+        args, kwargs = dynamic_ints.view(user_args, user_kwargs, dynamic)
+        try:  # a trace that needs the int's value may fail in any way: the int then stays specialised, silently
+            result = trace(self._fn, args, kwargs)
+        except Exception:  # noqa: BLE001
+            result = None
+        if result is None or result.breaks is not None or result.graph is None or \
+                not dynamic_ints.uses_are_float(result.graph):
+            self._static |= new
+            return None
+        leaves: list[Any] = []
+        key = make_key(args, kwargs, leaves)
+        entry = self._compile(args, kwargs, key, leaves, describe(args, kwargs, names), result)
+        if entry.mode != "graph":  # the backend failed: the static trace will fail or fall back the same way
+            self._static |= new
+            return None
+        self._dynamic = dynamic
+        return entry, args, kwargs, key, leaves
 
     def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
         same_key = self._table.get(key)
@@ -255,9 +302,9 @@ class CompiledFunction:
         return leaves + (extra or [])
 
     def _compile(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any],
-                 facts: dict[str, Any]) -> Entry:
+                 facts: dict[str, Any], result: TraceResult | None = None) -> Entry:
         try:
-            result = trace(self._fn, args, kwargs)
+            result = result or trace(self._fn, args, kwargs)
         except Exception as exc:
             if strict():
                 raise
@@ -404,6 +451,9 @@ class CompiledFunction:
         self._sites.clear()
         self._failing.clear()
         self._disabled = False
+        self._dynamic = frozenset()
+        self._static.clear()
+        self._last_ints = {}
 
 
 def call_site() -> str:

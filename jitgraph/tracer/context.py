@@ -19,6 +19,7 @@ from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.ops.rules import proto
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
+from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
@@ -227,7 +228,8 @@ class TraceContext:
     def wrap_arg(self, value: Any, source: Source) -> Any:
         """Wrap one argument, creating graph inputs in exactly the order the dispatch key lists leaves."""
         t = type(value)
-        if t is float:
+        if t is float or t is DynamicInt:  # a runtime Python number (dynamic_ints.py for the ints)
+            value = float(value) if t is float else int(value)
             wrapped = self.new_input(value, source.name)
             self.py_inputs[id(wrapped)] = (wrapped, value, source)
             return wrapped

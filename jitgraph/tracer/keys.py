@@ -17,6 +17,7 @@ import numpy as np
 
 from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
 from jitgraph.ir.types import layout_of
+from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import float_bits
 
 _ndarray = np.ndarray
@@ -35,6 +36,9 @@ def flatten(value: Any, parts: list[Any], leaves: list[Any]) -> None:
     elif t is float:
         parts.append(float)
         leaves.append(value)
+    elif t is DynamicInt:  # an int argument traced as a runtime value (dynamic_ints.py)
+        parts.append(DynamicInt)
+        leaves.append(int(value))
     elif t is int or t is bool or t is str or value is None or t is bytes:  # complex: by bits, below
         parts.append((t, value))
     elif t is dict:
@@ -232,6 +236,9 @@ def _describe(value: Any, name: str, facts: dict[str, Any]) -> None:
         facts[f"{name}.strides"] = strides
     elif t in (int, bool, str, complex, bytes) or value is None:
         facts[name] = value
+    elif t is DynamicInt:
+        facts[f"type({name})"] = "int"
+        facts[f"abs({name})"] = "< 2**31 (a runtime value)"
     elif t is tuple or t is list or is_namedtuple(value):
         facts[f"len({name})"] = len(value)
         for i, v in enumerate(value):
@@ -256,6 +263,8 @@ def guard_texts(facts: dict[str, Any]) -> list[str]:
             out.append(f"{label} is {value}")
         elif label.startswith("id("):
             out.append(f"{label[3:-1]} is {value}")
+        elif label.startswith("abs("):  # a dynamic int: ``abs(t) < 2**31 (a runtime value)``
+            out.append(f"{label} {value}")
         elif label.endswith(".strides"):
             continue
         else:
@@ -268,6 +277,10 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     changes = []
     for label in list(old) + [k for k in new if k not in old]:
         a, b = old.get(label, "<absent>"), new.get(label, "<absent>")
+        if label.startswith("abs(") and label not in new:  # a dynamic int (dynamic_ints.py) out of its range
+            name = label[4:-1]
+            changes.append(f"{name}: {new.get(name)!r} is outside abs({name}) < 2**31, so it is keyed by value")
+            continue
         if _same_fact(a, b) or (label not in old or label not in new) and changes:
             continue  # facts about elements that appeared or vanished follow from the structure change
         if label.endswith(".strides") and any(x.startswith(label[:-8]) and x.endswith((".shape", ".dtype"))

@@ -76,14 +76,18 @@ def test_new_float_learning_rate_does_not_recompile():
     assert (info.misses, info.hits, info.recompiles) == (1, 2, 0)
 
 
-def test_int_argument_is_specialised():
+def test_int_argument_is_specialised_until_it_changes():
+    """An int is keyed by value at first; the recompile its change causes traces it as a runtime value
+    (tests/tracer/test_dynamic_ints.py), so later values reuse that entry."""
     def f(x, n):
         return x * n
 
     compiled = jitgraph.compile(f, backend="eager")
     compiled(np.ones(2), 2)
+    assert "n == 2" in compiled.entries[0].guard_texts
     assert_same(compiled(np.ones(2), 3), f(np.ones(2), 3))
-    assert compiled.recompile_reasons() == ["n: 2 -> 3"]
+    assert_same(compiled(np.ones(2), 4), f(np.ones(2), 4))
+    assert compiled.recompile_reasons() == ["n: 2 -> 3 (now traced as a runtime value)"]
 
 
 def test_recompile_limit_falls_back_with_one_warning(caplog):
