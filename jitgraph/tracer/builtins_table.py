@@ -213,6 +213,27 @@ for _name in dir(math):  # math.sqrt(d_k) and friends on trace-time numbers
         BUILTINS[getattr(math, _name)] = _plain(getattr(math, _name))
 
 
+def _domain_error() -> str:
+    """Python's message for ``math.sqrt(-1.0)``, without the value newer versions append (``got -1.0``)."""
+    try:
+        math.sqrt(-1.0)
+    except ValueError as exc:
+        return str(exc).split(", got")[0]
+    raise AssertionError("math.sqrt(-1.0) did not raise")
+
+
+@_register(math.sqrt)
+def _math_sqrt(tx: TraceContext, value: Any) -> Any:
+    """``math.sqrt`` of a Python number of the graph (``math.sqrt(1 - beta2 ** t)``): NumPy's sqrt behind a
+    run-time check that raises Python's ValueError below zero (NaN passes, as in Python; ``-0.0`` gives ``-0.0``)."""
+    if not (isinstance(value, TArray) and value.kind == "py"):
+        return _plain_call(tx, math.sqrt, value)
+    node = tx.read(value)
+    ok = tx.op("logical_not", tx.op("less", node, tx.node(0.0)))
+    checked = tx.op("check", node, ok, message=_domain_error(), error="ValueError")
+    return tx.fresh(tx.op("sqrt", checked), "py")
+
+
 # ---- container methods ----------------------------------------------------------------------------------------
 MUTATING = {
     list: {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"},

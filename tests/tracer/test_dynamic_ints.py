@@ -3,6 +3,8 @@ value when it only feeds float arithmetic, and stays specialised (with correct r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,44 @@ def test_eager_fallback_sees_the_callers_int():
     for t in (1, 2, 3):
         np.testing.assert_array_equal(compiled(x, t), f(x, t))
     assert set(seen) == {int}
+
+
+def adam_torch_style(p, g, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    m[:] = b1 * m + (1 - b1) * g
+    v[:] = b2 * v + (1 - b2) * g * g
+    step_size = lr / (1 - b1**t)
+    denom = np.sqrt(v) / math.sqrt(1 - b2**t) + eps
+    p -= step_size * m / denom
+
+
+def test_torch_style_adam_with_math_sqrt_of_the_bias_correction():
+    rng = np.random.default_rng(1)
+    ours = [rng.standard_normal(100).astype(np.float32) for _ in range(4)]
+    ours[3] = np.abs(ours[3])
+    eager = [a.copy() for a in ours]
+    f = jitgraph.compile(adam_torch_style)
+    for t in range(1, 9):
+        f(*ours, t)
+        adam_torch_style(*eager, t)
+        for a, b in zip(ours, eager):
+            np.testing.assert_array_equal(a, b)
+    assert len(f.entries) == 2 and f.break_reasons() == []
+
+
+def test_math_sqrt_of_a_python_float_argument_raises_as_python_does():
+    def f(x, lr):
+        return x * math.sqrt(lr)
+
+    compiled = jitgraph.compile(f)
+    x = np.ones(3, np.float32)
+    for lr in (0.25, 4.0, -0.0, float("nan"), float("inf")):
+        got, want = compiled(x, lr), f(x, lr)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    for lr in (-1.0, -np.inf):
+        with pytest.raises(ValueError) as eager_error:
+            f(x, lr)
+        with pytest.raises(ValueError) as compiled_error:
+            compiled(x, lr)
+        assert str(compiled_error.value) in str(eager_error.value)
+    assert len(compiled.entries) == 1 and compiled.break_reasons() == []
