@@ -138,12 +138,10 @@ class CompiledFunction:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The key and the graph see dynamic ints wrapped (dynamic_ints.py); eager calls get the caller's own values.
+        user_args, user_kwargs = args, kwargs
         if self._dynamic:
-            return self._dispatch(*dynamic_ints.view(args, kwargs, self._dynamic), args, kwargs)
-        return self._dispatch(args, kwargs, args, kwargs)
-
-    def _dispatch(self, args: tuple, kwargs: dict[str, Any], user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
-        """Find the entry for ``args`` (with any dynamic int wrapped) and run it; eager calls get ``user_args``."""
+            args, kwargs = dynamic_ints.view(args, kwargs, self._dynamic)
         leaves: list[Any] = []
         entries = self._table.get(make_key(args, kwargs, leaves))
         if entries is not None:
