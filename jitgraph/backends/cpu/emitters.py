@@ -16,9 +16,10 @@ import numpy as np
 from jitgraph.backends import emitter_table as shared
 from jitgraph.backends.emitter_table import cast, np_name, reduction_init
 from jitgraph.ir.graph import Node
+from jitgraph.ir.types import TensorType
 
-__all__ = ["EMITTERS", "MATH_FUNCS", "VECTORISED", "EmitContext", "accumulator_dtype", "cast", "mean_total", "np_name",
-           "reduction_combine", "reduction_init"]
+__all__ = ["EMITTERS", "MATH_FUNCS", "VECTORISED", "EmitContext", "accumulator_dtype", "cast", "literal", "mean_total",
+           "np_name", "reduction_combine", "reduction_init"]
 
 _NUMPY_SPELLED = ("exp2", "fmod", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite")
 MATH_FUNCS = {**shared.MATH_FUNCS, **{name: f"np.{name}" for name in _NUMPY_SPELLED}}
@@ -70,3 +71,14 @@ def mean_total(total: str, count: str, out: np.dtype) -> str:
     """A mean from its sum, as NumPy forms it: with an integer ``dtype=`` the sum wraps in that type first (Numba
     widens narrow integer sums to int64), then the float quotient is truncated by the caller's cast."""
     return f"{cast(total, out) if out.kind in 'iu' else total} / {count}"
+
+
+def literal(n: Node) -> str:
+    """A ``const`` node as kernel source: ``np.float32(0.5)``, ``np.inf``; weak (Python) scalars stay bare."""
+    t = n.type
+    assert isinstance(t, TensorType)
+    v = np.asarray(n.attrs["value"]).item()
+    text = repr(float(v)) if t.dtype.kind == "f" else repr(v)
+    if text in ("inf", "-inf", "nan"):
+        text = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}[text]
+    return text if t.weak else cast(text, t.dtype)

@@ -30,7 +30,6 @@ from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import format_value, node_names
-from jitgraph.ir.types import TensorType
 
 LANES = 8  # independent accumulators per reduction: one AVX2 vector of float32, two of float64
 BLOCK = 256  # elements per block of a reduction sweep (its buffers stay in L1)
@@ -185,7 +184,7 @@ class _Emit:
         self.scalar_nodes: set[Node] = set()
         for n in spec.body.nodes:
             if n.op == "const":
-                w(f"{self.var[n]} = {_literal(n)}")
+                w(f"{self.var[n]} = {E.literal(n)}")
                 self.scalar_nodes.add(n)
         for s, n in spec.scalars:
             w(f"{self.var[n]} = {s}")
@@ -464,17 +463,6 @@ class _Emit:
             seen.add(n)
             stack.extend(n.inputs)
         return seen
-
-
-def _literal(n: Node) -> str:
-    value = n.attrs["value"]
-    t = n.type
-    assert isinstance(t, TensorType)
-    v = np.asarray(value).item()
-    text = repr(float(v)) if t.dtype.kind == "f" else repr(v)
-    if text in ("inf", "-inf", "nan"):
-        text = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}[text]
-    return text if t.weak else E.cast(text, t.dtype)
 
 
 def kernel_source(spec: KernelSpec, cache: bool) -> str:

@@ -69,11 +69,11 @@ def worth_streaming(moved_bytes: int) -> bool:
 
 
 def row_streamable(spec: object, out: object) -> bool:
-    """Whether the final sweep of ``spec`` (a ``KernelSpec``) can stream output ``out`` (an ``ArrayArg``): a fresh
-    float output of a rank-2 kernel reducing along its rows, written one whole row per outer iteration."""
-    inputs = {a.name for a in spec.arrays}
+    """Whether the final sweep of ``spec`` (a ``KernelSpec``) can stream output ``out`` (an ``ArrayArg``): one the
+    launcher marked (a fresh buffer, never an input's: ``spec.stream``), of float dtype, in a rank-2 kernel reducing
+    along its rows, written one whole row per outer iteration."""
     return (out.name in spec.stream and spec.rank == 2 and spec.inner == (1,) and out.walks == (True, True)
-            and out.name not in inputs and out.value.type.dtype in (np.dtype(np.float32), np.dtype(np.float64)))
+            and out.value.type.dtype in (np.dtype(np.float32), np.dtype(np.float64)))
 
 
 # -- the kernel side ------------------------------------------------------------------------------------------------
