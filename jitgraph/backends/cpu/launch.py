@@ -187,8 +187,11 @@ class GroupKernel:
             out_arg_walks.append(gw)
         rank = len(groups)
         inner_dims = tuple(k for k, g in enumerate(groups) if any(a in self.raxes for a in g))
-        alias = self._aliases(operands, inplace, specs_views, out_specs, arg_walks, out_arg_walks)
-        stream = self._streamed(operands, inplace, out_specs, alias)
+        # Per output, the buffer it may be written into (an operand's, or the BLAS product's), else None: fresh.
+        targets = [self._inplace_source(k, o, inplace, operands, (s[0], s[1], s[3]))
+                   for k, (o, s) in enumerate(zip(self.kernel_outputs, out_specs))]
+        alias = self._aliases(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
+        stream = self._streamed(operands, targets, alias)
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
                tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream)
         kernel = self.modules.get(key)
@@ -198,15 +201,15 @@ class GroupKernel:
         outer = next((k for k in range(rank) if k not in inner_dims), None)
         n_outer = sizes[outer] if outer is not None else 1
         chunks = threads.chunks(n_outer) if math.prod(dom) >= self.threshold else [(0, n_outer)]
-        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, chunks, alias)
+        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, targets, chunks, alias)
         ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return Launch(kernel, ns["run"], source)
 
-    def _aliases(self, operands: Sequence[Any], inplace: Mapping[int, int], views: list, outs: list,
-                 arg_walks: list, out_walks: list) -> dict[int, int]:
+    def _aliases(self, operands: Sequence[Any], inplace: Mapping[int, int], targets: list[str | None], views: list,
+                 outs: list, arg_walks: list, out_walks: list) -> dict[int, int]:
         """Outputs to write through the kernel's own argument for the input they overwrite: output k -> array use u.
 
         An in-place update passed as a separate output parameter is the same memory as an input parameter, and
@@ -216,9 +219,8 @@ class GroupKernel:
         includes writeability, so a read-only argument gets a fresh buffer as before.
         """
         found: dict[int, int] = {}
-        for k, o in enumerate(self.kernel_outputs):
+        for k, expr in enumerate(targets):
             oshape, perm, _, fshape, _ = outs[k]
-            expr = self._inplace_source(k, o, inplace, operands, (oshape, perm, fshape))
             if expr is None:
                 continue
             if expr == "p":  # the epilogue writes over the BLAS product it reads
@@ -235,12 +237,11 @@ class GroupKernel:
                     break
         return found
 
-    def _streamed(self, operands: Sequence[Any], inplace: Mapping[int, int], outs: list,
-                  alias: Mapping[int, int]) -> frozenset[str]:
+    def _streamed(self, operands: Sequence[Any], targets: list[str | None], alias: Mapping[int, int]
+                  ) -> frozenset[str]:
         """Output parameters (``o<k>``) the kernel may write with streaming stores (see :mod:`streaming`): the
         fresh buffers of a launch that moves more bytes than the last-level cache holds."""
-        fresh = [k for k, o in enumerate(self.kernel_outputs) if k not in alias and
-                 self._inplace_source(k, o, inplace, operands, (outs[k][0], outs[k][1], outs[k][3])) is None]
+        fresh = [k for k, target in enumerate(targets) if k not in alias and target is None]
         moved = sum(operands[self.input_index[v]].nbytes for v in {v for v, _ in self.uses if v is not self.head}
                     if isinstance(operands[self.input_index[v]], np.ndarray))
         moved += sum(math.prod(o.type.shape) * o.type.dtype.itemsize for o in self.kernel_outputs)
@@ -310,8 +311,8 @@ class GroupKernel:
         return result
 
     def _run_source(self, operands: Sequence[Any], sizes: tuple[int, ...], views: list, outs: list,
-                    inplace: Mapping[int, int], chunks: list[tuple[int, int]], alias: Mapping[int, int]
-                    ) -> tuple[str, dict[str, Any]]:
+                    inplace: Mapping[int, int], targets: list[str | None], chunks: list[tuple[int, int]],
+                    alias: Mapping[int, int]) -> tuple[str, dict[str, Any]]:
         """A small straight-line Python function doing exactly this launch's preparation (no per-call logic).
 
         With several chunks, all but the first go to the thread pool and the calling thread runs the first; the
@@ -361,7 +362,7 @@ class GroupKernel:
                 fresh = f"S{k}.take()"
             else:
                 fresh = f"np.empty({alloc!r}, D{k})"
-            target = self._inplace_source(k, o, inplace, operands, (oshape, perm, fshape))
+            target = targets[k]
             if target is not None:
                 # The caller's buffer (or the BLAS product) itself, when writeable.
                 lines.append(f"    b{k} = {target} if {target}.flags.writeable else None")
