@@ -1,21 +1,62 @@
 """The backend contract and registry.
 
-A backend is a function ``compile(graph, options) -> CompiledGraph``. A CompiledGraph is called with the flat list
-of graph arguments, returns the flat list of outputs, and has written every ``graph.mutations`` entry into the
-caller's buffers before it returns, exactly like :func:`jitgraph.backends.eager.run`.
+A backend is a function ``compile(graph, options) -> CompiledGraph``. The graph it gets is the pipeline's output:
+fused, memory-planned (``jitgraph.passes``); a backend runs no pass itself. A CompiledGraph is called with the flat
+list of graph arguments, returns the flat list of outputs, and has written every ``graph.mutations`` entry into
+the caller's buffers before it returns, exactly like :func:`jitgraph.backends.eager.run`.
+
+Everything the inspection views show about a compiled graph comes through the methods declared here, never by
+guessing attribute names: its generated sources, its explain text, its control-flow regions, how its compile time
+splits into code generation and Numba, and whether it interprets the graph instead of running generated code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Graph
 
 
+@dataclass(frozen=True)
+class KernelSource:
+    """One generated source a backend produced: a fused kernel, a driver, a loop driver. ``note`` says why the
+    source is empty (a kernel built lazily on its first call) or anything else worth showing beside it."""
+
+    title: str
+    source: str
+    note: str = ""
+
+
+@runtime_checkable
 class CompiledGraph(Protocol):
-    def __call__(self, args: Sequence[Any]) -> list[Any]: ...
+    """What a backend returns for one graph."""
+
+    def __call__(self, args: Sequence[Any]) -> list[Any]:
+        """Run the graph on the flat argument list; returns the flat outputs, mutations written."""
+        ...
+
+    def kernel_sources(self) -> list[KernelSource]:
+        """Every generated source, in the order it runs (empty for an interpreting backend)."""
+        ...
+
+    def explain(self) -> str:
+        """Plain text for ``explain``: kernels, launches, host fallbacks, in-place writes, memory plan."""
+        ...
+
+    def regions(self) -> list[Any]:
+        """Control-flow regions as compiled (loop/while/cond, trip count, parallel or not); empty if none."""
+        ...
+
+    def compile_times(self) -> dict[str, float]:
+        """Seconds spent so far in ``codegen`` and ``numba`` (kernels built lazily add to these on first call)."""
+        ...
+
+    def fallback_reason(self) -> str | None:
+        """Why this graph is interpreted with NumPy instead of compiled, or None when it runs generated code."""
+        ...
 
 
 BackendFn = Callable[[Graph, Mapping[str, Any]], CompiledGraph]
