@@ -33,8 +33,9 @@ class Option:
 
 @dataclass(frozen=True)
 class EnvVar:
-    """One environment variable. ``scope`` is "runtime" (read by the package) or "tests" (read by the test suite
-    and benchmarks only)."""
+    """One environment variable. ``scope`` is "runtime" (jitgraph's own, read by the package), "external" (another
+    tool's variable that the package also reads, e.g. Numba's) or "tests" (read by the test suite and benchmarks
+    only)."""
 
     name: str
     default: str
@@ -70,10 +71,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            '"auto", True or False', lambda v: v == "auto" or isinstance(v, bool)),
     Option("parallel_min_trips", 512, "fewest iterations of a loop worth running in parallel", "int >= 1",
            _positive_int),
-    Option("reassociate", False, "allow float reassociation (partial sums, a*b+a*c -> a*(b+c))", "bool", _bool),
+    Option("reassociate", False, "allow float reassociation (partial sums; `a*b + a*c` -> `a*(b + c)`)", "bool", _bool),
     Option("passes", None, "pass names replacing the default pipeline (a sequence or 'a,b,c')",
            "None, a str or a sequence of str", _passes),
     Option("verify", False, "run the IR verifier after every pass (also JITGRAPH_VERIFY=1)", "bool", _bool),
+    Option("boundscheck", False, "loop drivers: Numba checks every array index (slow; for debugging)", "bool",
+           _bool),
+    Option("name", "graph", "loop drivers: the generated function is `loops_<name>` (tests and benchmarks set it)",
+           "an identifier", lambda v: isinstance(v, str) and v.isidentifier()),
 )}
 
 ENV: dict[str, EnvVar] = {e.name: e for e in (
@@ -84,10 +89,20 @@ ENV: dict[str, EnvVar] = {e.name: e for e in (
     EnvVar("JITGRAPH_PROGRESS", "", "1/0: show or hide the 'compiling ...' spinner (default: when stderr is a tty)"),
     EnvVar("JITGRAPH_NUM_THREADS", "", "threads a CPU kernel launch may use (default: the CPUs this process may use)"),
     EnvVar("JITGRAPH_CACHE_DIR", "", "kernel disk cache directory (default: $XDG_CACHE_HOME/jitgraph)"),
-    EnvVar("JITGRAPH_CUDA_TESTS", "", "device: run tests/cuda on a real GPU instead of the simulator", "tests"),
+    EnvVar("XDG_CACHE_HOME", "", "the kernel disk cache defaults to $XDG_CACHE_HOME/jitgraph (else ~/.cache)",
+           "external"),
+    EnvVar("NUMBA_CPU_NAME", "host", "Numba's target CPU; other than host, the math library assumes no FMA",
+           "external"),
+    EnvVar("NUMBA_CPU_FEATURES", "", "Numba's target CPU features; the math library uses FMA only if +fma is listed",
+           "external"),
+    EnvVar("NUMBA_ENABLE_CUDASIM", "", "Numba's CUDA simulator; backend='cuda' says when it was set too late",
+           "external"),
+    EnvVar("JITGRAPH_CUDA_TESTS", "", "set to device: tests/cuda run on a real GPU instead of Numba's simulator", "tests"),
     EnvVar("JITGRAPH_UPDATE_SNAPSHOTS", "", "1: rewrite the explain-view snapshot files instead of comparing",
            "tests"),
     EnvVar("JITGRAPH_BENCH_JSON", "", "benchmarks write their figures as JSON to this path", "tests"),
+    EnvVar("HYPOTHESIS_PROFILE", "ci", "the test suite's hypothesis profile: ci (derandomised, 40 examples) or dev",
+           "tests"),
 )}
 
 
@@ -118,16 +133,23 @@ def option(options: Mapping[str, Any], name: str) -> Any:
     return options.get(name, OPTIONS[name].default)
 
 
+def _declared(name: str) -> EnvVar:
+    try:
+        return ENV[name]
+    except KeyError:
+        raise KeyError(f"environment variable {name!r} is not declared in jitgraph.config.ENV"
+                       f"{did_you_mean(name, ENV)}") from None
+
+
 def env(name: str) -> str:
     """The value of environment variable ``name`` (its declared default when unset). Reading an undeclared name
     raises KeyError, so a misspelt read in jitgraph's own code fails its tests instead of reading nothing."""
-    var = ENV[name]
-    return os.environ.get(name, var.default)
+    return os.environ.get(name, _declared(name).default)
 
 
 def env_set(name: str) -> bool:
     """Whether ``name`` is set in the environment at all (some variables mean something only when set)."""
-    ENV[name]  # noqa: B018 - the declaration check
+    _declared(name)
     return name in os.environ
 
 
@@ -143,7 +165,7 @@ def warn_unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:
     unknown = sorted(k for k in environ if k.startswith("JITGRAPH_") and k not in ENV)
     for name in unknown:
         warnings.warn(f"unknown environment variable {name}{did_you_mean(name, ENV)}; jitgraph reads "
-                      f"{', '.join(e for e in ENV if ENV[e].scope == 'runtime')}", RuntimeWarning, stacklevel=3)
+                      f"{', '.join(e for e in ENV if e.startswith('JITGRAPH_'))}", RuntimeWarning, stacklevel=3)
     return unknown
 
 
@@ -154,9 +176,12 @@ def options_table() -> str:
     return "\n".join(rows)
 
 
+_READ_BY = {"runtime": "jitgraph", "external": "jitgraph (another tool's variable)", "tests": "tests, benchmarks"}
+
+
 def env_table() -> str:
     """The README's table of environment variables (Markdown)."""
-    rows = ["| variable | read by | what it does |", "|---|---|---|"]
-    rows += [f"| `{e.name}` | {'jitgraph' if e.scope == 'runtime' else 'tests, benchmarks'} | {e.doc} |"
+    rows = ["| variable | default | read by | what it does |", "|---|---|---|---|"]
+    rows += [f"| `{e.name}` | {f'`{e.default}`' if e.default else '(unset)'} | {_READ_BY[e.scope]} | {e.doc} |"
              for e in ENV.values()]
     return "\n".join(rows)

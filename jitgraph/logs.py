@@ -14,8 +14,9 @@ print everything twice.
 from __future__ import annotations
 
 import logging
-import os
 import sys
+
+from jitgraph.config import env
 
 TOPICS: dict[str, str] = {
     "graph": "the captured IR of each graph",
@@ -32,6 +33,7 @@ _handler: logging.Handler | None = None
 
 
 def topic_logger(topic: str) -> logging.Logger:
+    """The child logger of ``topic``; an unknown topic is a bug in the caller, so it raises."""
     if topic not in TOPICS:
         raise ValueError(f"unknown jitgraph log topic {topic!r}; known: {', '.join(TOPICS)}")
     return logging.getLogger(f"jitgraph.{topic}")
@@ -40,7 +42,7 @@ def topic_logger(topic: str) -> logging.Logger:
 def _make_handler() -> logging.Handler:
     if sys.stderr.isatty():
         try:
-            from rich.logging import RichHandler
+            from rich.logging import RichHandler  # rich loads only when a topic is on, so `import jitgraph` stays fast
 
             return RichHandler(show_path=False, markup=False, rich_tracebacks=False)
         except ImportError:  # rich is a dependency, but logging must never be what breaks a program
@@ -84,10 +86,12 @@ def disable(topics: str | list[str] | None = None) -> None:
 
 
 def enabled_topics() -> list[str]:
+    """The topics whose logger lets DEBUG records through (turned on here or by the application's own config)."""
     return [t for t in TOPICS if topic_logger(t).isEnabledFor(logging.DEBUG)]
 
 
 def configure_from_env() -> None:
-    value = os.environ.get("JITGRAPH_LOGS", "")
+    """Turn on the topics named in ``JITGRAPH_LOGS`` (called once, when jitgraph is imported)."""
+    value = env("JITGRAPH_LOGS")
     if value:
         enable(value)

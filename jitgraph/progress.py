@@ -11,12 +11,13 @@ it, inner ones only change its text to name what is being compiled now, and rest
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from jitgraph.config import env_flag, env_set
 
 DELAY_S = 0.5
 
@@ -26,9 +27,9 @@ _state: dict[str, Any] = {"status": None, "timer": None}
 
 
 def enabled() -> bool:
-    flag = os.environ.get("JITGRAPH_PROGRESS")
-    if flag is not None:
-        return flag not in ("0", "", "false", "no")
+    """Whether a slow compile may show the spinner: ``JITGRAPH_PROGRESS`` when set, else whether stderr is a TTY."""
+    if env_set("JITGRAPH_PROGRESS"):
+        return env_flag("JITGRAPH_PROGRESS")
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # stderr replaced or closed
@@ -44,7 +45,7 @@ def _start() -> None:
         if not _labels or _state["status"] is not None:
             return
         try:
-            from rich.console import Console
+            from rich.console import Console  # rich loads only once a compile is slow, so `import jitgraph` stays fast
 
             status = Console(stderr=True).status(_message(), spinner="dots")
             status.start()
