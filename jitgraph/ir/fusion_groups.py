@@ -1,8 +1,10 @@
-"""What the fusion pass may put in a kernel, and how a group's values line up with its iteration domain.
+"""Fusion groups, as the IR describes them: what a kernel may hold, and how a group lines up with its domain.
 
-These are the rules and the group description that the fusion pass (``fuse.py``) and every kernel backend share:
-which ops and dtypes a kernel can hold (and why not, for the dump's "not fused because"), the axis maps and levels
-of a group's members (``analyze``), and the same facts recomputed from a ``fused`` node's body (``group_info``).
+These are the rules and the group description that the fusion pass (``jitgraph.passes.fuse``) and every kernel
+backend share: which ops and dtypes a kernel can hold (and why not, for the dump's "not fused because"), the axis
+maps and levels of a group's members (``analyze``), and the same facts recomputed from a ``fused`` node's body
+(``group_info``). They live in the IR layer, not in ``passes``, because backends read ``fused`` nodes too and a
+backend imports no pass: the pass decides the groups, and this module says what a group *is*.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_de
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
-from jitgraph.passes.fusion_rules import (
+from jitgraph.ir.fusion_groups import (
     EPILOGUE_HEADS,
     FUSIBLE_ELEMENTWISE,
     FUSIBLE_REDUCTIONS,

@@ -14,7 +14,7 @@ import pytest
 from jitgraph.backends import eager
 from jitgraph.ir import GraphBuilder, TensorType, verify
 from jitgraph.passes.fuse import fuse_graph
-from jitgraph.passes.fusion_rules import FUSIBLE_ELEMENTWISE, group_info, unfused_reasons
+from jitgraph.ir.fusion_groups import FUSIBLE_ELEMENTWISE, group_info, unfused_reasons
 from jitgraph.passes.manager import get_pass
 
 GOLDEN_SOFTMAX = '''\

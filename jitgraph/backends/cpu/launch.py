@@ -27,7 +27,7 @@ from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.threads import parallel_threshold
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.passes.fusion_rules import GroupInfo, group_info
+from jitgraph.ir.fusion_groups import GroupInfo, group_info
 
 TRANSCENDENTAL = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "power", "sinh", "cosh",
                   "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",

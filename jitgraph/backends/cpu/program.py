@@ -31,7 +31,7 @@ from jitgraph.ir.ops import OPS
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 from jitgraph.passes.fuse import fuse_graph
-from jitgraph.passes.fusion_rules import unfused_reasons
+from jitgraph.ir.fusion_groups import unfused_reasons
 from jitgraph.passes.plan_memory import _is_view, memory_plan
 
 _ids = itertools.count()

@@ -34,7 +34,7 @@ from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 from jitgraph.passes.fuse import fuse_graph
-from jitgraph.passes.fusion_rules import unsupported_reason
+from jitgraph.ir.fusion_groups import unsupported_reason
 
 TRANSFER_NOTE = ("host NumPy arguments are copied to the device on every call and results copied back; pass "
                  "numba.cuda device arrays to keep data resident")

@@ -26,7 +26,7 @@ from jitgraph.backends.cuda import emitters as em
 from jitgraph.backends.cuda.writer import Writer
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.passes.fusion_rules import GroupInfo
+from jitgraph.ir.fusion_groups import GroupInfo
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from jitgraph.backends.cuda.codegen import KernelSource, _scalar_preamble
 from jitgraph.backends.cuda.writer import Writer
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Graph, Node
-from jitgraph.passes.fusion_rules import GroupInfo
+from jitgraph.ir.fusion_groups import GroupInfo
 
 
 def matmul_kernel(name: str, body: Graph, info: GroupInfo, head: Node, leaves: list[Node], outs: list[Node],

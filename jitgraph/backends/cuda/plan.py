@@ -17,7 +17,7 @@ from jitgraph.backends.cuda import codegen, compiler, matmul, runtime
 from jitgraph.backends.cuda.codegen import KernelSource
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Graph, Node
-from jitgraph.passes.fusion_rules import EPILOGUE_HEADS, GroupInfo, group_info
+from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, GroupInfo, group_info
 
 
 @dataclass

@@ -24,7 +24,7 @@ from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
-from jitgraph.passes.fusion_rules import GroupInfo
+from jitgraph.ir.fusion_groups import GroupInfo
 
 
 @dataclass
