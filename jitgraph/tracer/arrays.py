@@ -16,7 +16,7 @@ import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.tracer.context import TraceContext
-from jitgraph.tracer.values import ArrayMethod, TArray, ViewStep, is_plain
+from jitgraph.tracer.values import TArray, ViewStep, is_plain
 
 BINARY_UFUNC = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "remainder",
@@ -394,29 +394,3 @@ def _mask_assignment(tx: TraceContext, array: TArray, index: Any, value: Any) ->
         new = tx.op("astype", new, dtype=target.dtype)
     tx.write(array, new)
     return True
-
-
-# ---- attributes -------------------------------------------------------------------------------------------------
-def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:
-    from jitgraph.tracer.numpy_table import ARRAY_METHODS
-
-    t = tx.type_of(array)
-    if array.kind == "py":
-        tx.graph_break(f"attribute {name!r} of a Python number argument")
-    if name == "shape":
-        return t.shape
-    if name == "ndim":
-        return t.ndim
-    if name == "size":
-        return t.size
-    if name == "dtype":
-        return t.dtype
-    if name == "itemsize":
-        return t.dtype.itemsize
-    if name == "nbytes":
-        return t.nbytes
-    if name == "T":
-        return tx.view(array, "transpose", axes=tuple(reversed(range(t.ndim))))
-    if name in ARRAY_METHODS:
-        return ArrayMethod(array, name)
-    tx.graph_break(f"ndarray attribute {name!r} is not supported by the tracer")

@@ -18,47 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
-from jitgraph.tracer.bytecode import stack_effect
+from jitgraph.tracer.bytecode import Instr, stack_effect
 from jitgraph.tracer.context import GraphBreak
-from jitgraph.tracer.regions import (
-    _BodyBuilder,
-    _carriable,
-    _epochs,
-    _kind,
-    _State,
-    _value_node,
-    _widen,
-)
+from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
 from jitgraph.tracer.values import Buffer, TArray
 
 if TYPE_CHECKING:
-    from jitgraph.tracer.bytecode import Instr
     from jitgraph.tracer.frame import Frame
 
 
-def _enter(frame: Frame) -> RegionBuilder:
-    tx = frame.tx
-    outer = tx.builder
-    parent = outer.region if isinstance(outer, _BodyBuilder) else outer
-    root = outer.root if isinstance(outer, _BodyBuilder) else outer
-    rb = RegionBuilder(parent)
-    tx.builder = _BodyBuilder(rb, root)
-    return rb
-
-
 def _step(frame: Frame) -> None:
-    from jitgraph.tracer.context import MAX_STEPS
-    from jitgraph.tracer.frame import HANDLERS
-
-    tx = frame.tx
-    ins = frame.program.instrs[frame.pc]
-    frame.pc += 1
-    tx.steps += 1
-    tx.at(frame.code.co_filename, ins.lineno)
-    if tx.steps > MAX_STEPS or ins.in_try or ins.op not in HANDLERS:
-        tx.graph_break(f"cannot trace {ins.op} inside a data-dependent region")
-    if ins.op == "RETURN_VALUE" or HANDLERS[ins.op](frame, ins) is not None:
-        tx.graph_break("return inside a data-dependent branch or loop (early exit)")
+    step(frame, "a data-dependent region", "return inside a data-dependent branch or loop (early exit)")
 
 
 def _run_path(frame: Frame, start: int, branch_pc: int, else_pc: int, merge: int | None) -> int:
@@ -87,10 +57,8 @@ def _run_path(frame: Frame, start: int, branch_pc: int, else_pc: int, merge: int
         _step(frame)
 
 
-def _changes(frame: Frame, state: _State) -> tuple[list[str], list[Buffer]]:
-    names = [n for n, v in frame.locals.items() if state.locals.get(n, _MISSING) is not v]
-    written = [b for b, node in state.nodes if b.node is not node]
-    return names, written
+def _changes(frame: Frame, state: Snapshot) -> tuple[list[str], list[Buffer]]:
+    return state.changed_locals(frame), state.written()
 
 
 _MISSING = object()
@@ -110,13 +78,13 @@ def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> No
                        exc.user_error)
 
 
-def _check_pure(frame: Frame, state: _State) -> None:
+def _check_pure(frame: Frame, state: Snapshot) -> None:
     if state.python_objects_changed():
         state.restore(frame)
         frame.tx.graph_break("a path changes a Python object (list, dict, closure variable)")
 
 
-def _pushed(frame: Frame, state: _State, merge: int) -> list[Any]:
+def _pushed(frame: Frame, state: Snapshot, merge: int) -> list[Any]:
     """What a path left on the stack above what it found there: the value of a conditional expression
     (``a if c else b``), or the value it returns. A path that consumed values from below is a graph break, unless
     it returns (a return discards the rest of the stack)."""
@@ -128,7 +96,7 @@ def _pushed(frame: Frame, state: _State, merge: int) -> list[Any]:
     return stack[len(base):]
 
 
-def _check_no_alias(frame: Frame, state: _State, labels: list[str], values: list[Any]) -> None:
+def _check_no_alias(frame: Frame, state: Snapshot, labels: list[str], values: list[Any]) -> None:
     """A ``cond`` result is a new array: choosing an array that something else also refers to (an argument, a view,
     another name set on the path) would lose the aliasing, so a later write through one would miss the other."""
     before = {id(b) for b, _ in state.nodes}
@@ -149,7 +117,7 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
         tx.graph_break(str(err), err)
     pred = tx.read(condition)
     branch_pc, target = frame.pc - 1, ins.target
-    state = _State(frame)
+    state = Snapshot(frame)
     merge = _run_path(frame, branch_pc + 1, branch_pc, target, None)
     _check_pure(frame, state)
     names1, written1 = _changes(frame, state)
@@ -167,15 +135,15 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
     labels = names + [f"value #{i} of a conditional expression" for i in range(n_pushed)]
     paths: list[tuple[RegionBuilder, list[Node], list[Any]]] = []
     for start in (branch_pc + 1, target):
-        rb = _enter(frame)
+        rb = enter(frame)
         _run_path(frame, start, branch_pc, target, merge)
         end_pc = frame.pc
         values = [frame.locals.get(n, _MISSING) for n in names] + _pushed(frame, state, merge)
-        if any(v is _MISSING or not _carriable(v) for v in values):
-            bad = next(n for n, v in zip(labels, values) if v is _MISSING or not _carriable(v))
+        if any(v is _MISSING or not carriable(v) for v in values):
+            bad = next(n for n, v in zip(labels, values) if v is _MISSING or not carriable(v))
             tx.graph_break(f"a data-dependent if sets {bad!r} on one path only, or to a non-numeric value")
         _check_no_alias(frame, state, labels, values)
-        outs = [_value_node(tx, v) for v in values] + [b.node for b in written]
+        outs = [value_node(tx, v) for v in values] + [b.node for b in written]
         paths.append((rb, outs, values))
         state.restore(frame)
     (rb_fall, outs_fall, vals_fall), (rb_jump, outs_jump, _) = paths
@@ -191,14 +159,14 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
     regions = tuple(_resignature(g, 0, rb.captured, shared) for g, rb in zip(graphs, builders))
     node = tx.op("cond", pred, *shared, regions=regions)
     results = _project(tx.builder, node)
-    values = [TArray(Buffer(result), (), _kind(value, result.tensor_type))
+    values = [TArray(Buffer(result), (), kind_of(value, result.tensor_type))
               for value, result in zip(vals_fall, results)]
     for name, value in zip(names, values):
         frame.locals[name] = value
     frame.stack.extend(values[len(names):])  # a return's value goes on the stack its RETURN_VALUE will pop
     for buffer, result in zip(written, results[len(values):]):
         buffer.node = result
-        buffer.version = next(_epochs)
+        buffer.version = fresh_version()
     frame.pc = end_pc if merge == RETURNS else merge
 
 
@@ -270,7 +238,7 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
     tail_start = condition_start(instrs, body_start, body_start - 1, tail_end)
     if tail_start is None:
         tx.graph_break("its condition is not one jump-free expression (and/or, a conditional expression)")
-    state = _State(frame)
+    state = Snapshot(frame)
 
     def run(start: int, stop: int) -> None:
         frame.pc = start
@@ -279,7 +247,7 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
                 tx.graph_break("early exit (break) from a data-dependent while loop")
             _step(frame)
 
-    _enter(frame)
+    enter(frame)
     run(body_start, tail_start)
     after_body = (dict(frame.locals), [(b, b.node) for b, _ in state.nodes])
     run(tail_start, tail_end)
@@ -292,21 +260,21 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
     state.restore(frame)
     for _ in range(3):
         olds = [state.locals[n] for n in changed]
-        if not all(_carriable(v) for v in olds):
+        if not all(carriable(v) for v in olds):
             tx.graph_break("a data-dependent while loop rebinds a non-numeric value")
-        inits = [_value_node(tx, v) for v in olds] + [b.node for b in written]
+        inits = [value_node(tx, v) for v in olds] + [b.node for b in written]
         inits += [_truth(tx, flag)] if carry_flag else []
         types = [n.tensor_type for n in inits]
-        kinds = [_kind(v, t) for v, t in zip(olds, types)]
+        kinds = [kind_of(v, t) for v, t in zip(olds, types)]
         labels = changed + [f"buf{b.uid}" for b in written] + (["test"] if carry_flag else [])
         regions_built = []
         for is_test in (True, False):
-            rb = _enter(frame)
+            rb = enter(frame)
             carried = [rb.fixed_input(t, name) for t, name in zip(types, labels)]
             for name, node, kind in zip(changed, carried, kinds):
                 frame.locals[name] = TArray(Buffer(node), (), kind)
             for buffer, node in zip(written, carried[len(changed):]):
-                buffer.node, buffer.version = node, next(_epochs)
+                buffer.node, buffer.version = node, fresh_version()
             if is_test and carry_flag:
                 outs = [carried[-1]]
             elif is_test:
@@ -318,15 +286,15 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
                 if carry_flag:
                     run(tail_start, tail_end)
                     test = [_truth(tx, frame.pop())]
-                outs = [_value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written] + test
+                outs = [value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written] + test
             regions_built.append((rb, outs))
             state.restore(frame)
         out_types = [o.tensor_type for o in regions_built[1][1]]
         if any((a.shape, a.dtype, a.weak) != (b.shape, b.dtype, b.weak) for a, b in zip(types, out_types)):
             for name, before, after in zip(changed, types, out_types):
-                wide = _widen(tx, before, after)
+                wide = widen(tx, before, after)
                 if wide != before:
-                    state.locals[name] = tx.fresh(tx.op("astype", _value_node(tx, state.locals[name]),
+                    state.locals[name] = tx.fresh(tx.op("astype", value_node(tx, state.locals[name]),
                                                         dtype=wide.dtype), "py" if wide.weak else "scalar")
             continue
         builders = [rb for rb, _ in regions_built]
@@ -338,22 +306,16 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
         for name, kind, result in zip(changed, kinds, results):
             frame.locals[name] = TArray(Buffer(result), (), kind)
         for buffer, result in zip(written, results[len(changed):]):
-            buffer.node, buffer.version = result, next(_epochs)
+            buffer.node, buffer.version = result, fresh_version()
         frame.pc = exit_pc
         return
     tx.graph_break("the values a data-dependent while loop carries do not settle on one type")
 
 
-def pop_jump(original: Any, jump_when: bool) -> Any:
-    def handler(frame: Frame, ins: Instr) -> None:
-        value = frame.stack[-1]
-        if not isinstance(value, TArray):
-            return original(frame, ins)
-        frame.pop()
-        if not jump_when and is_while(frame, ins):
-            trace_while(frame, ins, value)
-        else:
-            trace_if(frame, ins, value, jump_when)
-        return None
-
-    return handler
+def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
+    """``POP_JUMP_IF_FALSE``/``POP_JUMP_IF_TRUE`` on a traced value (already popped): the head test of a ``while``
+    loop becomes a ``while`` region, any other test a ``cond``."""
+    if not jump_when and is_while(frame, ins):
+        trace_while(frame, ins, value)
+    else:
+        trace_if(frame, ins, value, jump_when)

@@ -2,7 +2,9 @@
 
 Builtins on trace-time values are simply called (``len``, ``range``, ``zip`` over our own containers run no user
 code). Builtins that would need array *data* (``float(arr)``, ``int(arr)``, ``max`` over arrays) or have side effects
-(``print``) are graph breaks with a reason.
+(``print``) are graph breaks with a reason. Two exceptions for loop regions: ``range`` with a bound computed from
+array data is a symbolic range (a ``for`` over it becomes a loop region), and ``int``/``float`` of a traced scalar
+inside a region body is a symbolic Python number. ``getattr`` lives with attribute loads in ``calls.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.tracer import regions
+from jitgraph.tracer.arrays import binary
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
@@ -53,7 +57,9 @@ def _len(tx: TraceContext, value: Any) -> int:
 
 
 @_register(range)
-def _range(tx: TraceContext, *args: Any) -> range:
+def _range(tx: TraceContext, *args: Any) -> range | regions.SymRange:
+    if any(isinstance(a, TArray) for a in args):
+        return regions.symbolic_range(tx, *args)  # bounds from array data: ``for`` over it is a loop region
     return _plain_call(tx, range, *args)
 
 
@@ -155,8 +161,6 @@ BUILTINS[max] = _make_minmax(max)
 
 @_register(sum)
 def _sum(tx: TraceContext, iterable: Any, start: Any = 0) -> Any:
-    from jitgraph.tracer.arrays import binary
-
     total = start
     for item in iterate(tx, iterable):
         total = binary(tx, "+", total, item)
@@ -166,6 +170,10 @@ def _sum(tx: TraceContext, iterable: Any, start: Any = 0) -> Any:
 def _number(builtin: Any) -> Callable[..., Any]:
     def lowering(tx: TraceContext, value: Any = 0, *rest: Any) -> Any:
         if isinstance(value, TArray):
+            if builtin in (int, float) and not rest and tx.in_region and tx.type_of(value).shape == ():
+                # a symbolic Python number inside a loop region; outside regions the value usually steers Python
+                # control flow, so it breaks
+                return tx.fresh(tx.op("to_python", tx.read(value), kind=builtin.__name__), "py")
             if value.kind == "py" and builtin is float and tx.type_of(value).dtype.kind == "f":
                 return value
             tx.graph_break(f"{builtin.__name__}() of an array reads its data (use the array, or .astype)")
@@ -181,17 +189,6 @@ for _fn in (float, int, bool, complex, str, repr):
 @_register(print)
 def _print(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
     tx.graph_break("print() is a side effect")
-
-
-@_register(getattr)
-def _getattr(tx: TraceContext, obj: Any, name: str, *default: Any) -> Any:
-    from jitgraph.tracer.calls import load_attr
-
-    if not isinstance(name, str):
-        tx.graph_break("getattr with a non-constant name")
-    if default:
-        tx.graph_break("getattr with a default")
-    return load_attr(tx, obj, name)
 
 
 @_register(callable)

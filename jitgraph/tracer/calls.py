@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from jitgraph.tracer import bytecode
-from jitgraph.tracer.arrays import array_attr
+from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
+from jitgraph.tracer.numpy_table import ARRAY_METHODS, NUMPY, UFUNC_METHODS
 from jitgraph.tracer.values import (
     ArrayMethod,
     BoundBuiltin,
@@ -41,9 +42,6 @@ def register_made_function(tx: TraceContext, fn: types.FunctionType, globals_sou
 
 
 def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
-    from jitgraph.tracer.numpy_table import ARRAY_METHODS, NUMPY, UFUNC_METHODS
-
     if isinstance(fn, ArrayMethod):
         return _lowered(tx, ARRAY_METHODS[fn.name], [fn.self_] + args, kwargs)
     if isinstance(fn, BoundMethod):
@@ -61,6 +59,8 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
     lowering = _table_get(BUILTINS, fn)
     if lowering is not None:
         return _lowered(tx, lowering, args, kwargs)
+    if fn is getattr:  # an attribute load, which may call a property: here, beside load_attr
+        return _lowered(tx, _getattr, args, kwargs)
     if isinstance(fn, types.FunctionType):
         module = getattr(fn, "__module__", None) or ""
         if module.split(".")[0] == "numpy":
@@ -114,8 +114,7 @@ def _class_attr(cls: type, name: str) -> Any:
 
 # ---- inlining -------------------------------------------------------------------------------------------------
 def inline(tx: TraceContext, fn: types.FunctionType, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    from jitgraph.tracer.frame import Frame
-
+    """Run ``fn``'s bytecode in a new symbolic frame (the context's interpreter) with its arguments bound."""
     code = fn.__code__
     if code.co_flags & (bytecode.CO_COROUTINE | bytecode.CO_ASYNC_GENERATOR):
         tx.graph_break(f"{fn.__qualname__} is a coroutine or async generator")
@@ -140,14 +139,12 @@ def inline(tx: TraceContext, fn: types.FunctionType, args: list[Any], kwargs: di
     module_builtins = fn.__globals__.get("__builtins__", builtins.__dict__)
     if isinstance(module_builtins, types.ModuleType):
         module_builtins = module_builtins.__dict__
-    frame = Frame(tx, code, locals_, cells, fn.__globals__, globals_source, module_builtins)
-    if code.co_flags & bytecode.CO_GENERATOR:
-        frame.yielded = []
+    generator = bool(code.co_flags & bytecode.CO_GENERATOR)
     tx.depth += 1
     if tx.depth > MAX_DEPTH:
         tx.graph_break(f"call depth over {MAX_DEPTH} (recursion is not unrolled)")
     try:
-        return frame.run()
+        return tx.run_frame(tx, code, locals_, cells, fn.__globals__, globals_source, module_builtins, generator)
     finally:
         tx.depth -= 1
 
@@ -246,6 +243,38 @@ def load_attr(tx: TraceContext, obj: Any, name: str) -> Any:
 
 
 _MISSING = object()
+
+
+def _getattr(tx: TraceContext, obj: Any, name: str, *default: Any) -> Any:
+    if not isinstance(name, str):
+        tx.graph_break("getattr with a non-constant name")
+    if default:
+        tx.graph_break("getattr with a default")
+    return load_attr(tx, obj, name)
+
+
+def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:
+    """An attribute of a traced array: shape facts, ``.T``, or a method from the NumPy table."""
+    t = tx.type_of(array)
+    if array.kind == "py":
+        tx.graph_break(f"attribute {name!r} of a Python number argument")
+    if name == "shape":
+        return t.shape
+    if name == "ndim":
+        return t.ndim
+    if name == "size":
+        return t.size
+    if name == "dtype":
+        return t.dtype
+    if name == "itemsize":
+        return t.dtype.itemsize
+    if name == "nbytes":
+        return t.nbytes
+    if name == "T":
+        return tx.view(array, "transpose", axes=tuple(reversed(range(t.ndim))))
+    if name in ARRAY_METHODS:
+        return ArrayMethod(array, name)
+    tx.graph_break(f"ndarray attribute {name!r} is not supported by the tracer")
 
 
 def _class_attr_load(tx: TraceContext, cls: type, name: str) -> Any:

@@ -9,19 +9,21 @@ records the assumption.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import numpy as np
 
-from jitgraph.backends.cuda import device_type_of, is_device_array
+from jitgraph.device_arrays import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
-from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.ops import OPS, OpKind, get_op
 from jitgraph.ir.ops.rules import proto
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
+from jitgraph.tracer.region_state import BodyBuilder, RegionState
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
 MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
@@ -44,10 +46,24 @@ class GraphBreak(Exception):
         self.user_error = user_error
 
 
+RunFrame = Callable[..., Any]
+"""``run_frame(tx, code, locals_, cells, globals_, globals_source, builtins, generator) -> return value``: runs a
+code object in a new symbolic frame (``frame.run_frame``). Inlining a call needs the interpreter and the
+interpreter's handlers make calls; the context carries the entry point, so ``calls`` need not import ``frame``."""
+
+
 class TraceContext:
-    def __init__(self, guards: GuardSet) -> None:
-        self.builder = GraphBuilder()
+    """Per-trace state shared by every frame.
+
+    ``run_frame`` is the interpreter that inlined calls run in (see :data:`RunFrame`). ``regions`` holds what loop
+    and branch regions learn (:class:`RegionState`); ``in_region`` says whether ops now go into a region body.
+    """
+
+    def __init__(self, guards: GuardSet, run_frame: RunFrame) -> None:
+        self.builder: GraphBuilder | BodyBuilder = GraphBuilder()
         self.guards = guards
+        self.run_frame = run_frame
+        self.regions = RegionState()
         self.buffers: list[Buffer] = []
         self.caller_owned: set[int] = set()
         self.readonly_cells: set[int] = set()
@@ -78,6 +94,11 @@ class TraceContext:
     def keep(self, value: Any) -> Any:
         self._keep.append(value)
         return value
+
+    @property
+    def in_region(self) -> bool:
+        """Whether ops now go into a loop or branch region's body (the builder is a region's stand-in)."""
+        return isinstance(self.builder, BodyBuilder)
 
     # ---- nodes ----------------------------------------------------------------------------------------------
     def node(self, value: Any) -> Node:
@@ -151,8 +172,6 @@ class TraceContext:
 
     def layout(self, value: TArray, steps: int | None = None) -> str:
         """The physical memory layout of a value (of its first ``steps`` view steps), which writes never change."""
-        from jitgraph.ir.ops import get_op
-
         t = value.buffer.origin.tensor_type
         for step in value.path[:steps]:
             t = get_op(step.op).infer((t,), step.kwargs, ())
@@ -356,6 +375,10 @@ class TraceContext:
     def stored_back(self, code: str, value: Any) -> bool:
         """Is ``value`` exactly what the trace read from the outside location ``code``?"""
         return code in self._by_source and self._by_source[code] is value
+
+    def wrapped_outside_values(self) -> list[Any]:
+        """Every value wrapped from a global, cell or attribute so far (what a region body could write through)."""
+        return list(self._by_source.values())
 
     def source_of(self, value: Any) -> Source | None:
         entry = self.external.get(id(value))

@@ -1,13 +1,16 @@
 """A symbolic frame: locals, cells, the value stack and the instruction loop.
 
 Handlers are methods named ``op_<OPCODE>`` spread over one mixin per opcode family (``ops_*.py``); the loop looks
-them up in a table built once from those names. A missing entry is a graph break naming the opcode, never a crash.
+them up in a table built once from those names (:data:`HANDLERS`), and what a handler's method says is what runs:
+loop, branch and symbolic-slice regions are called from the handlers themselves. A missing entry is a graph break
+naming the opcode, never a crash. Region bodies run instructions through the same table (``frame.handlers``).
 """
 
 from __future__ import annotations
 
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from jitgraph.tracer.bytecode import Instr, normalize
 from jitgraph.tracer.context import MAX_STEPS, TraceContext
@@ -19,6 +22,9 @@ from jitgraph.tracer.ops_stack import StackOps
 
 
 class Frame(StackOps, ControlOps, ArithOps, CallOps):
+    handlers: ClassVar[dict[str, Callable[[Frame, Instr], Any]]]
+    """The opcode table (:data:`HANDLERS`), for code that steps a frame by itself (region bodies)."""
+
     def __init__(self, tx: TraceContext, code: types.CodeType, locals_: dict[str, Any], cells: dict[str, Any],
                  globals_: dict[str, Any], globals_source: Source | None, builtins: dict[str, Any]) -> None:
         self.tx = tx
@@ -71,4 +77,17 @@ class Frame(StackOps, ControlOps, ArithOps, CallOps):
         self.pc = ins.target
 
 
-HANDLERS = {name[3:]: getattr(Frame, name) for name in dir(Frame) if name.startswith("op_")}
+HANDLERS: dict[str, Callable[[Frame, Instr], Any]] = {
+    name[3:]: getattr(Frame, name) for name in dir(Frame) if name.startswith("op_")}
+Frame.handlers = HANDLERS
+
+
+def run_frame(tx: TraceContext, code: types.CodeType, locals_: dict[str, Any], cells: dict[str, Any],
+              globals_: dict[str, Any], globals_source: Source | None, builtins: dict[str, Any],
+              generator: bool) -> Any:
+    """Run ``code`` in a new frame and return what it returns (a generator's yielded values, as a list): the
+    interpreter entry point that a trace context carries for inlined calls (``TraceContext.run_frame``)."""
+    frame = Frame(tx, code, locals_, cells, globals_, globals_source, builtins)
+    if generator:
+        frame.yielded = []
+    return frame.run()

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.device_arrays import device_array_facts
 from jitgraph.ir.types import layout_of
 
 
@@ -103,8 +104,6 @@ class GuardSet:
     def device_array(self, source: Source, value: Any) -> None:
         """A GPU array read from a global or attribute: its type, shape, dtype and strides, and that it is on the
         device (a host array there later fails the type check, so host and device compile apart)."""
-        from jitgraph.backends.cuda import device_array_facts
-
         facts = device_array_facts(value)
         assert facts is not None
         s = source.code

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array
+from jitgraph.device_arrays import byte_range, device_array_facts, device_type_of, is_device_array
 from jitgraph.ir.types import layout_of
 from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import float_bits
@@ -174,12 +174,9 @@ def alias_pattern(leaves: list[Any]) -> tuple | None:
 
 def _device_ranges_overlap(arrays: list[Any]) -> bool:
     """Whether any two device arrays' byte ranges may overlap: one sort instead of comparing every pair."""
-    from jitgraph.backends.cuda import runtime
-
     spans = []
     for a in arrays:
-        host = runtime.host_array_of(a)  # the simulator's arrays are NumPy arrays underneath
-        span = np.lib.array_utils.byte_bounds(host) if host is not None else runtime._byte_range(a)
+        span = _device_span(a)
         if span is None:
             return True  # no address to compare: let the exact check decide
         if span[0] < span[1]:
@@ -206,9 +203,19 @@ def _may_share_memory(a: Any, b: Any) -> bool:
         return bool(np.may_share_memory(a, b))
     if host_a or host_b:
         return False  # host and device memory are apart
-    from jitgraph.backends.cuda import runtime
+    ra, rb = _device_span(a), _device_span(b)
+    if ra is None or rb is None:
+        return a is b
+    return ra[0] < rb[1] and rb[0] < ra[1]
 
-    return runtime.may_share_memory(a, b)
+
+def _device_span(value: Any) -> tuple[int, int] | None:
+    """(lowest, highest + 1) byte address of a device array; for Numba's CUDA simulator, whose arrays have no
+    ``__cuda_array_interface__`` but wrap a NumPy array (``_ary``), that array's bounds. None when unknown."""
+    host = getattr(value, "_ary", None)
+    if isinstance(host, np.ndarray):
+        return np.lib.array_utils.byte_bounds(host)
+    return byte_range(value)
 
 
 def describe(args: tuple, kwargs: dict[str, Any], names: list[str]) -> dict[str, Any]:

@@ -7,9 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.tracer.arrays import array_setitem
 from jitgraph.tracer.context import TraceContext
-from jitgraph.tracer.numpy_table import NUMPY, Lowering, _array, _dtype, _shape_arg, method, numpy
+from jitgraph.tracer.numpy_base import Lowering, LoweringTable, as_array, dtype_arg, shape_arg
+from jitgraph.tracer.numpy_shapes import memory_axes, stride_proto
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
+
+TABLE = LoweringTable("numpy_creation")
+numpy, method = TABLE.numpy, TABLE.method
 
 
 # ---- creation -------------------------------------------------------------------------------------------------
@@ -60,16 +65,16 @@ def _f_axes(shape: tuple[int, ...], order: str) -> tuple[int, ...] | None:
 def _fill(name: str) -> Lowering:
     def fn(tx: TraceContext, shape: Any, dtype: Any = float, order: str = "C", **kwargs: Any) -> Any:
         _creation_kwargs(tx, kwargs, name)
-        dims, dt = _shape_arg(tx, shape), _dtype(tx, dtype)
+        dims, dt = shape_arg(tx, shape), dtype_arg(tx, dtype)
         axes = _f_axes(dims, _creation_order(tx, order, name))
         return _laid_out(tx, lambda s: tx.op(name, shape=s, dtype=dt), dims, axes)
 
     return fn
 
 
-NUMPY[np.zeros] = _fill("zeros")
-NUMPY[np.ones] = _fill("ones")
-NUMPY[np.empty] = _fill("zeros")  # contents unspecified: zeros is a valid choice and keeps outputs deterministic
+TABLE.functions[np.zeros] = _fill("zeros")
+TABLE.functions[np.ones] = _fill("ones")
+TABLE.functions[np.empty] = _fill("zeros")  # contents unspecified: zeros is a valid choice and keeps outputs deterministic
 
 
 def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.dtype | None,
@@ -89,16 +94,14 @@ def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.d
 @numpy(np.full)
 def _full(tx: TraceContext, shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kwargs: Any) -> Any:
     _creation_kwargs(tx, kwargs, "full")
-    dims = _shape_arg(tx, shape)
-    return _full_node(tx, dims, fill_value, None if dtype is None else _dtype(tx, dtype),
+    dims = shape_arg(tx, shape)
+    return _full_node(tx, dims, fill_value, None if dtype is None else dtype_arg(tx, dtype),
                       _f_axes(dims, _creation_order(tx, order, "full")))
 
 
 def _like_axes(tx: TraceContext, a: TArray, shape: tuple[int, ...], order: Any) -> tuple[int, ...] | None:
     """NumPy's memory order for ``*_like(a, order=...)``: 'K' follows ``a``'s strides, 'A' is F for a Fortran
     array; a new ``shape`` of another rank is C."""
-    from jitgraph.tracer.numpy_shapes import memory_axes, stride_proto
-
     if not isinstance(order, str) or order.upper() not in ("C", "F", "A", "K"):
         tx.graph_break(f"*_like(order={order!r}): NumPy raises or the order is not traced")
     order = order.upper()
@@ -118,10 +121,10 @@ def _like(name: str) -> Lowering:
     def fn(tx: TraceContext, a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
            shape: Any = None, **kwargs: Any) -> Any:
         _creation_kwargs(tx, kwargs, f"{name}_like")
-        x = _array(tx, a)
+        x = as_array(tx, a)
         t = tx.type_of(x)
-        out_shape = t.shape if shape is None else _shape_arg(tx, shape)
-        dt = t.dtype if dtype is None else _dtype(tx, dtype)
+        out_shape = t.shape if shape is None else shape_arg(tx, shape)
+        dt = t.dtype if dtype is None else dtype_arg(tx, dtype)
         if t.weak and dtype is None:
             dt = np.dtype(np.float64) if t.dtype.kind == "f" else np.dtype(np.int64)
         axes = _like_axes(tx, x, out_shape, order)
@@ -130,19 +133,19 @@ def _like(name: str) -> Lowering:
     return fn
 
 
-NUMPY[np.zeros_like] = _like("zeros")
-NUMPY[np.ones_like] = _like("ones")
-NUMPY[np.empty_like] = _like("zeros")
+TABLE.functions[np.zeros_like] = _like("zeros")
+TABLE.functions[np.ones_like] = _like("ones")
+TABLE.functions[np.empty_like] = _like("zeros")
 
 
 @numpy(np.full_like)
 def _full_like(tx: TraceContext, a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
                shape: Any = None, **kwargs: Any) -> Any:
     _creation_kwargs(tx, kwargs, "full_like")
-    x = _array(tx, a)
+    x = as_array(tx, a)
     t = tx.type_of(x)
-    out_shape = t.shape if shape is None else _shape_arg(tx, shape)
-    return _full_node(tx, out_shape, fill_value, t.dtype if dtype is None else _dtype(tx, dtype),
+    out_shape = t.shape if shape is None else shape_arg(tx, shape)
+    return _full_node(tx, out_shape, fill_value, t.dtype if dtype is None else dtype_arg(tx, dtype),
                       _like_axes(tx, x, out_shape, order))
 
 
@@ -173,7 +176,7 @@ def _eye(tx: TraceContext, N: Any, M: Any = None, k: Any = 0, dtype: Any = float
     _creation_kwargs(tx, kwargs, "eye")
     n = _int_arg(tx, N, "eye")
     m = n if M is None else _int_arg(tx, M, "eye")
-    diag, dt = _int_arg(tx, k, "eye", allow_bool=True), _dtype(tx, dtype)
+    diag, dt = _int_arg(tx, k, "eye", allow_bool=True), dtype_arg(tx, dtype)
     if _creation_order(tx, order, "eye") == "C":
         return tx.fresh(tx.op("eye", n=n, m=m, k=diag, dtype=dt))
     return _laid_out(tx, lambda s: tx.op("eye", n=m, m=n, k=-diag, dtype=dt), (n, m), (1, 0))  # eye(n, m, k).T
@@ -204,7 +207,7 @@ def _np_array(tx: TraceContext, obj: Any, dtype: Any = None, *, copy: bool = Tru
             tx.graph_break(f"np.array: {exc}", exc)
     node = tx.read(value)
     if dtype is not None:
-        node = tx.op("astype", node, dtype=_dtype(tx, dtype))
+        node = tx.op("astype", node, dtype=dtype_arg(tx, dtype))
     elif node.tensor_type.weak:
         node = tx.op("astype", node, dtype=node.tensor_type.dtype)
     if copy is False and node is tx.read(value):
@@ -214,7 +217,7 @@ def _np_array(tx: TraceContext, obj: Any, dtype: Any = None, *, copy: bool = Tru
 
 @numpy(np.asarray, np.asanyarray)
 def _asarray(tx: TraceContext, a: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
-    if isinstance(a, TArray) and a.kind == "array" and (dtype is None or _dtype(tx, dtype) == tx.type_of(a).dtype):
+    if isinstance(a, TArray) and a.kind == "array" and (dtype is None or dtype_arg(tx, dtype) == tx.type_of(a).dtype):
         return a
     return _np_array(tx, a, dtype=dtype, copy=False)
 
@@ -229,7 +232,7 @@ def _ascontiguousarray(tx: TraceContext, a: Any, dtype: Any = None, **kwargs: An
 @method("astype")
 def _astype(tx: TraceContext, a: TArray, dtype: Any, order: str = "K", casting: str = "unsafe",
             subok: bool = True, copy: bool = True) -> Any:
-    dt = _dtype(tx, dtype)
+    dt = dtype_arg(tx, dtype)
     if casting != "unsafe" and not np.can_cast(tx.type_of(a).dtype, dt, casting=casting):
         err = TypeError(f"Cannot cast array data from {tx.type_of(a).dtype} to {dt} according to the rule "
                         f"'{casting}'")
@@ -242,8 +245,6 @@ def _astype(tx: TraceContext, a: TArray, dtype: Any, order: str = "K", casting: 
 @method("fill")
 def _fill_method(tx: TraceContext, a: TArray, value: Any) -> None:
     """``a.fill(v)`` is ``a[...] = v``: the same store, and the same OverflowError for an int that does not fit."""
-    from jitgraph.tracer.arrays import array_setitem
-
     array_setitem(tx, a, Ellipsis, value)
 
 
@@ -254,17 +255,17 @@ def _needs_data(tx: TraceContext, a: TArray, *args: Any, **kwargs: Any) -> Any:
 
 @numpy(np.shape)
 def _np_shape(tx: TraceContext, a: Any) -> tuple[int, ...]:
-    return tx.type_of(_array(tx, a)).shape
+    return tx.type_of(as_array(tx, a)).shape
 
 
 @numpy(np.ndim)
 def _np_ndim(tx: TraceContext, a: Any) -> int:
-    return tx.type_of(_array(tx, a)).ndim
+    return tx.type_of(as_array(tx, a)).ndim
 
 
 @numpy(np.size)
 def _np_size(tx: TraceContext, a: Any, axis: Any = None) -> int:
-    t = tx.type_of(_array(tx, a))
+    t = tx.type_of(as_array(tx, a))
     return t.size if axis is None else t.shape[axis]
 
 
@@ -280,7 +281,7 @@ def _trace_time_helper(helper: Any) -> Lowering:
 
 
 for _helper in (np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo):
-    NUMPY[_helper] = _trace_time_helper(_helper)
+    TABLE.functions[_helper] = _trace_time_helper(_helper)
 
 
 def _scalar_type(dtype_type: type) -> Lowering:
@@ -297,6 +298,6 @@ def _scalar_type(dtype_type: type) -> Lowering:
 
 for _t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
            np.uint32, np.uint64, np.bool_, np.complex64, np.complex128):
-    NUMPY[_t] = _scalar_type(_t)
+    TABLE.functions[_t] = _scalar_type(_t)
 
 

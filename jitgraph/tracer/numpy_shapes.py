@@ -9,8 +9,11 @@ import numpy as np
 
 from jitgraph.ir.ops.indexing import build_index
 from jitgraph.tracer.context import TraceContext
-from jitgraph.tracer.numpy_table import _array, _axes, _no_out, _shape_arg, method, numpy
+from jitgraph.tracer.numpy_base import LoweringTable, as_array, axes_arg, no_out, shape_arg
 from jitgraph.tracer.values import TArray
+
+TABLE = LoweringTable("numpy_shapes")
+numpy, method = TABLE.numpy, TABLE.method
 
 # ---- memory layout ------------------------------------------------------------------------------------------
 # NumPy decides view-or-copy from strides, so the tracer replays a value's view path on a *stride prototype*: an
@@ -108,7 +111,7 @@ def _flat_copy(tx: TraceContext, x: TArray, axes: tuple[int, ...] | None) -> TAr
 def _reshape_to(tx: TraceContext, a: Any, shape: tuple[int, ...]) -> TArray:
     """NumPy's reshape (copy=None): a view when the new shape fits the old strides, otherwise a copy, so a later
     write to the base reaches a view and never a copy. Unknown strides break unless every layout gives a view."""
-    x = _array(tx, a)
+    x = as_array(tx, a)
     view = tx.view(x, "reshape", shape=shape)  # type-checks now: NumPy's shape errors come first
     if x.kind != "array":
         return view  # a scalar's reshape is a new array already
@@ -131,7 +134,7 @@ def _non_unit(shape: tuple[int, ...]) -> tuple[int, ...]:
 def _np_reshape(tx: TraceContext, a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Any:
     if _order(tx, order, "reshape") != "C":
         tx.graph_break("reshape with order other than 'C'")
-    return _reshape_to(tx, a, _shape_arg(tx, shape if shape is not None else newshape))
+    return _reshape_to(tx, a, shape_arg(tx, shape if shape is not None else newshape))
 
 
 @method("reshape")
@@ -140,7 +143,7 @@ def _m_reshape(tx: TraceContext, a: Any, *shape: Any, order: str = "C") -> Any:
         tx.graph_break("reshape with order other than 'C'")
     if len(shape) == 1:
         shape = shape[0]
-    return _reshape_to(tx, a, _shape_arg(tx, shape))
+    return _reshape_to(tx, a, shape_arg(tx, shape))
 
 
 @numpy(np.ravel)
@@ -148,7 +151,7 @@ def _m_reshape(tx: TraceContext, a: Any, *shape: Any, order: str = "C") -> Any:
 def _ravel(tx: TraceContext, a: Any, order: str = "C") -> Any:
     """NumPy's ravel: a view only of an array already contiguous in the requested order (or, for 'K', in its own
     memory order); anything else is a copy, even where a reshape could have been a view (``x[::2].ravel()``)."""
-    x = _array(tx, a)
+    x = as_array(tx, a)
     order, proto = _memory_order(tx, x, _order(tx, order, "ravel"), "ravel")
     if proto is None:
         if x.kind == "array" and tx.type_of(x).size > 1 and (order != "C" or tx.layout(x) != "C"):
@@ -163,7 +166,7 @@ def _ravel(tx: TraceContext, a: Any, order: str = "C") -> Any:
 
 @method("flatten")
 def _flatten(tx: TraceContext, a: Any, order: str = "C") -> Any:
-    x = _array(tx, a)
+    x = as_array(tx, a)
     order, proto = _memory_order(tx, x, _order(tx, order, "flatten"), "flatten")
     if order == "C":
         return _flat_copy(tx, x, None)
@@ -175,12 +178,12 @@ def _reversed(tx: TraceContext, x: TArray) -> tuple[int, ...]:
 
 
 def _transpose_to(tx: TraceContext, a: Any, axes: Any) -> TArray:
-    x = _array(tx, a)
+    x = as_array(tx, a)
     ndim = tx.type_of(x).ndim
     if axes is None or axes == ():
         perm = tuple(reversed(range(ndim)))
     else:
-        perm = tuple(_axes(tx, (ax,), ndim, "transpose")[0] for ax in axes)
+        perm = tuple(axes_arg(tx, (ax,), ndim, "transpose")[0] for ax in axes)
         if sorted(perm) != list(range(ndim)):
             err = ValueError("axes don't match array")
             tx.graph_break(str(err), err)
@@ -202,8 +205,8 @@ def _m_transpose(tx: TraceContext, a: Any, *axes: Any) -> Any:
 @numpy(np.swapaxes)
 @method("swapaxes")
 def _swapaxes(tx: TraceContext, a: Any, axis1: int, axis2: int) -> Any:
-    ndim = tx.type_of(_array(tx, a)).ndim
-    (i,), (j,) = _axes(tx, axis1, ndim, "swapaxes"), _axes(tx, axis2, ndim, "swapaxes")
+    ndim = tx.type_of(as_array(tx, a)).ndim
+    (i,), (j,) = axes_arg(tx, axis1, ndim, "swapaxes"), axes_arg(tx, axis2, ndim, "swapaxes")
     perm = list(range(ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return _transpose_to(tx, a, tuple(perm))
@@ -211,9 +214,9 @@ def _swapaxes(tx: TraceContext, a: Any, axis1: int, axis2: int) -> Any:
 
 @numpy(np.moveaxis)
 def _moveaxis(tx: TraceContext, a: Any, source: Any, destination: Any) -> Any:
-    ndim = tx.type_of(_array(tx, a)).ndim
-    src = [_axes(tx, s, ndim, "moveaxis")[0] for s in (source if isinstance(source, tuple | list) else [source])]
-    dst = [_axes(tx, d, ndim, "moveaxis")[0]
+    ndim = tx.type_of(as_array(tx, a)).ndim
+    src = [axes_arg(tx, s, ndim, "moveaxis")[0] for s in (source if isinstance(source, tuple | list) else [source])]
+    dst = [axes_arg(tx, d, ndim, "moveaxis")[0]
            for d in (destination if isinstance(destination, tuple | list) else [destination])]
     order = [n for n in range(ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
@@ -224,11 +227,11 @@ def _moveaxis(tx: TraceContext, a: Any, source: Any, destination: Any) -> Any:
 @numpy(np.squeeze)
 @method("squeeze")
 def _squeeze(tx: TraceContext, a: Any, axis: Any = None) -> Any:
-    t = tx.type_of(_array(tx, a))
+    t = tx.type_of(as_array(tx, a))
     if axis is None:
         drop = {i for i, d in enumerate(t.shape) if d == 1}
     else:
-        drop = set(_axes(tx, axis, t.ndim, "squeeze"))
+        drop = set(axes_arg(tx, axis, t.ndim, "squeeze"))
         if any(t.shape[i] != 1 for i in drop):
             err = ValueError("cannot select an axis to squeeze out which has size not equal to one")
             tx.graph_break(str(err), err)
@@ -237,16 +240,16 @@ def _squeeze(tx: TraceContext, a: Any, axis: Any = None) -> Any:
 
 @numpy(np.expand_dims)
 def _expand_dims(tx: TraceContext, a: Any, axis: Any) -> Any:
-    t = tx.type_of(_array(tx, a))
+    t = tx.type_of(as_array(tx, a))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    new = _axes(tx, axes, t.ndim + len(axes), "expand_dims")
+    new = axes_arg(tx, axes, t.ndim + len(axes), "expand_dims")
     dims = iter(t.shape)
     return _reshape_to(tx, a, tuple(1 if i in new else next(dims) for i in range(t.ndim + len(axes))))
 
 
 @numpy(np.broadcast_to)
 def _broadcast_to(tx: TraceContext, a: Any, shape: Any) -> Any:
-    return tx.view(_array(tx, a), "broadcast_to", shape=_shape_arg(tx, shape))
+    return tx.view(as_array(tx, a), "broadcast_to", shape=shape_arg(tx, shape))
 
 
 def _sequence(tx: TraceContext, arrays: Any, what: str) -> list[Any]:
@@ -260,7 +263,7 @@ def _sequence(tx: TraceContext, arrays: Any, what: str) -> list[Any]:
 
 @numpy(np.concatenate)
 def _concatenate(tx: TraceContext, arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Any:
-    _no_out(tx, out, "concatenate")
+    no_out(tx, out, "concatenate")
     if axis is None:
         return tx.fresh(tx.op("concatenate", *(tx.op("reshape", n, shape=(-1,)) for n in
                                                  _sequence(tx, arrays, "concatenate")), axis=0))
@@ -269,7 +272,7 @@ def _concatenate(tx: TraceContext, arrays: Any, axis: int = 0, out: Any = None, 
 
 @numpy(np.stack)
 def _stack(tx: TraceContext, arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Any:
-    _no_out(tx, out, "stack")
+    no_out(tx, out, "stack")
     return tx.fresh(tx.op("stack", *_sequence(tx, arrays, "stack"), axis=axis))
 
 

@@ -1,15 +1,16 @@
-"""Opcode handlers: operators, comparisons, membership and subscripts (semantics live in ``arrays.py``)."""
+"""Opcode handlers: operators, comparisons, membership and subscripts (semantics live in ``arrays.py``; slices
+of symbolic length inside loop regions in ``symarrays.py``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jitgraph.tracer import arrays
+from jitgraph.tracer import arrays, symarrays
+from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.ops_control import truth
 from jitgraph.tracer.values import TArray, is_plain
 
 if TYPE_CHECKING:
-    from jitgraph.tracer.bytecode import Instr
     from jitgraph.tracer.frame import Frame
 
 
@@ -18,7 +19,10 @@ class ArithOps:
         symbol, inplace = ins.argval
         b = self.pop()
         a = self.pop()
-        self.push(arrays.binary(self.tx, symbol, a, b, inplace))
+        if symarrays.involves(a, b):
+            self.push(symarrays.binary(self.tx, symbol, a, b))
+        else:
+            self.push(arrays.binary(self.tx, symbol, a, b, inplace))
 
     def op_COMPARE_OP(self: Frame, ins: Instr) -> None:
         b = self.pop()
@@ -56,13 +60,21 @@ class ArithOps:
     def op_BINARY_SUBSCR(self: Frame, ins: Instr) -> None:
         index = self.pop()
         container = self.pop()
-        self.push(arrays.getitem(self.tx, container, index))
+        if symarrays.is_symbolic_view(self.tx, container, index):
+            self.push(symarrays.getitem(self.tx, container, index))
+        else:
+            self.push(arrays.getitem(self.tx, container, index))
 
     def op_STORE_SUBSCR(self: Frame, ins: Instr) -> None:
         index = self.pop()
         container = self.pop()
         value = self.pop()
-        arrays.setitem(self.tx, container, index, value)
+        if isinstance(container, TArray) and symarrays.is_symbolic_index(self.tx, index):
+            symarrays.setitem(self.tx, container, index, value)
+        elif symarrays.involves(value):
+            self.tx.graph_break("storing a slice of symbolic length into a fixed slice")
+        else:
+            arrays.setitem(self.tx, container, index, value)
 
     def op_DELETE_SUBSCR(self: Frame, ins: Instr) -> None:
         index = self.pop()

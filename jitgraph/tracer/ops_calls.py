@@ -1,15 +1,17 @@
-"""Opcode handlers: attribute access, calls and function creation (semantics live in ``calls.py``)."""
+"""Opcode handlers: attribute access, calls and function creation (semantics live in ``calls.py``; NumPy calls on
+slices of symbolic length inside loop regions in ``symarrays.py``)."""
 
 from __future__ import annotations
 
 import types
 from typing import TYPE_CHECKING, Any
 
-from jitgraph.tracer import calls
+from jitgraph.tracer import calls, symarrays
+from jitgraph.tracer.bytecode import Instr
+from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import NULL
 
 if TYPE_CHECKING:
-    from jitgraph.tracer.bytecode import Instr
     from jitgraph.tracer.frame import Frame
 
 
@@ -42,6 +44,9 @@ class CallOps:
             fn, args = a, values
         else:  # CPython's [method, self] layout
             fn, args = a, [b] + values
+        if not kwnames and symarrays.takes_call(fn, args):
+            self.push(symarrays.call(self.tx, fn, args))
+            return
         npos = len(args) - len(kwnames)
         kwargs = dict(zip(kwnames, args[npos:]))
         self.push(calls.call(self.tx, fn, list(args[:npos]), kwargs))
@@ -50,14 +55,12 @@ class CallOps:
         kwargs = self.pop() if ins.arg & 1 else {}
         args = self.pop()
         fn = self.pop()
-        if fn is NULL:  # 3.13 keeps the NULL above the callable
+        if fn is NULL:  # one NULL next to the callable, on either side (bytecode.py's call convention)
             fn = self.pop()
         elif self.stack and self.stack[-1] is NULL:
             self.pop()
         if not isinstance(kwargs, dict):
             self.tx.graph_break("** of a non-dict")
-        from jitgraph.tracer.iteration import iterate
-
         self.push(calls.call(self.tx, fn, list(iterate(self.tx, args)), dict(kwargs)))
 
     def op_MAKE_FUNCTION(self: Frame, ins: Instr) -> None:

@@ -1,19 +1,21 @@
 """Opcode handlers: jumps, branches, loops, return and yield.
 
-A branch is taken at trace time, so its condition must be a trace-time value; a condition computed from array
-data is a graph break at the user's line ("data-dependent control flow").
+A branch on a trace-time value is taken at trace time. A branch on a traced scalar (data-dependent control flow)
+becomes a ``cond`` or ``while`` region (``branches.py``), and a ``for`` over a long or symbolic ``range`` a
+``loop`` region (``regions.py``); what cannot become a region is a graph break at the user's line.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from jitgraph.tracer import branches, regions
+from jitgraph.tracer.bytecode import Instr
+from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import Return, TArray, is_plain
 
 if TYPE_CHECKING:
-    from jitgraph.tracer.bytecode import Instr
-    from jitgraph.tracer.context import TraceContext
     from jitgraph.tracer.frame import Frame
 
 
@@ -38,11 +40,17 @@ class ControlOps:
         self.jump(ins)
 
     def op_POP_JUMP_IF_FALSE(self: Frame, ins: Instr) -> None:
-        if not truth(self.tx, self.pop()):
+        value = self.pop()
+        if isinstance(value, TArray):
+            branches.branch(self, ins, value, jump_when=False)
+        elif not truth(self.tx, value):
             self.jump(ins)
 
     def op_POP_JUMP_IF_TRUE(self: Frame, ins: Instr) -> None:
-        if truth(self.tx, self.pop()):
+        value = self.pop()
+        if isinstance(value, TArray):
+            branches.branch(self, ins, value, jump_when=True)
+        elif truth(self.tx, value):
             self.jump(ins)
 
     def op_POP_JUMP_IF_NONE(self: Frame, ins: Instr) -> None:
@@ -66,9 +74,13 @@ class ControlOps:
             self.pop()
 
     def op_GET_ITER(self: Frame, ins: Instr) -> None:
-        self.push(iterate(self.tx, self.pop()))
+        value = self.pop()
+        self.push(regions.RegionIter(value) if regions.wants_region(value) else iterate(self.tx, value))
 
     def op_FOR_ITER(self: Frame, ins: Instr) -> None:
+        top = self.stack[-1]
+        if isinstance(top, regions.RegionIter) and regions.for_iter(self, ins, top):
+            return  # traced as a loop region; else for_iter put a plain iterator in its place, to unroll
         try:
             self.push(next(self.stack[-1]))
         except StopIteration:

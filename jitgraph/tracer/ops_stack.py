@@ -5,11 +5,13 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
+from jitgraph.tracer import symarrays
+from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.guards import Source
+from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import NULL, ExternalCell, TArray, is_plain
 
 if TYPE_CHECKING:
-    from jitgraph.tracer.bytecode import Instr
     from jitgraph.tracer.frame import Frame
 
 
@@ -126,7 +128,7 @@ class StackOps:
 
     def op_BUILD_SLICE(self: Frame, ins: Instr) -> None:
         parts = self.popn(ins.arg)
-        if any(isinstance(p, TArray) for p in parts):
+        if any(isinstance(p, TArray) for p in parts) and not symarrays.symbolic_slice_parts(self.tx, parts):
             self.tx.graph_break("slice bounds computed from array data")
         self.push(slice(*parts))
 
@@ -225,6 +227,4 @@ def _hashable(value: Any) -> bool:
 
 
 def _iterable(frame: Frame, value: Any) -> Any:
-    from jitgraph.tracer.iteration import iterate
-
     return iterate(frame.tx, value)

@@ -3,21 +3,42 @@
 The tracer records *how* the Python return value is made (an output spec: graph outputs, arguments returned as
 they are, views of arguments, constants, containers of these); this module turns that spec once into a small
 closure, so a cached call only runs the closure.
+
+Two things NumPy cannot do for a GPU array -- take a view of an argument that lives on the device (``x.T``) and
+copy a device scalar to the host -- belong to the backend that computes on the device. The driver hands them in
+as a :class:`DeviceOutputs` (the CUDA backend's), so the tracer imports no backend.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from jitgraph.backends.cuda import is_device_array
+from jitgraph.device_arrays import is_device_array
 from jitgraph.errors import BackendError
+from jitgraph.ir.ops import OPS
 from jitgraph.ir.types import python_type
+from jitgraph.tracer.values import ViewStep
 
 
-def build_output(spec: Any, constants: list[Any]) -> Any:
-    """Compile an output spec into ``build(outs, leaves, args, kwargs) -> return value``."""
+class DeviceOutputs(Protocol):
+    """What a device backend supplies to rebuild return values that involve device arrays."""
+
+    def view(self, value: Any, path: Sequence[ViewStep]) -> Any:
+        """The view ``path`` (transpose, reshape, basic getitem steps) of the device array ``value``, made on the
+        device as NumPy makes it on the host (same memory); raise when the device array cannot express it."""
+        ...
+
+    def to_host(self, value: Any) -> np.ndarray:
+        """A device array's contents as a NumPy array."""
+        ...
+
+
+def build_output(spec: Any, constants: list[Any], device: DeviceOutputs | None = None) -> Any:
+    """Compile an output spec into ``build(outs, leaves, args, kwargs) -> return value``. ``device`` is needed
+    only when device arrays take part (a view of a device argument, a Python scalar computed on the device)."""
     tag = spec[0]
     if tag == "out":
         k, kind = spec[1], spec[2]
@@ -26,20 +47,18 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
                 else np.asarray(o[k])
         if kind == "scalar":
             return lambda o, leaves, a, kw: o[k][()] if type(o[k]) is np.ndarray else o[k]
-        return lambda o, leaves, a, kw: _python_scalar(o[k])
+        return lambda o, leaves, a, kw: _python_scalar(o[k], device)
     if tag == "leaf":
         i = spec[1]
         return lambda o, leaves, a, kw: leaves[i]
     if tag == "view":
         i, path = spec[1], spec[2]
-        from jitgraph.ir.ops import OPS
-
         steps = [(OPS[s.op].impl, s.kwargs) for s in path]
 
         def view(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> Any:
             value = leaves[i]
             if type(value) is not np.ndarray and is_device_array(value):
-                return _device_view(value, path)
+                return _device_view(value, path, device)
             for impl, attrs in steps:
                 value = impl(value, **attrs)
             return value
@@ -52,45 +71,37 @@ def build_output(spec: Any, constants: list[Any]) -> Any:
         code = spec[1]
         return lambda o, leaves, a, kw: eval(code, {"A": a, "KW": kw, "K": constants})
     if tag in ("tuple", "list"):
-        parts = [build_output(s, constants) for s in spec[1]]
+        parts = [build_output(s, constants, device) for s in spec[1]]
         ctor = tuple if tag == "tuple" else list
         return lambda o, leaves, a, kw: ctor(p(o, leaves, a, kw) for p in parts)
     if tag == "namedtuple":
-        make, parts = spec[1]._make, [build_output(s, constants) for s in spec[2]]
+        make, parts = spec[1]._make, [build_output(s, constants, device) for s in spec[2]]
         return lambda o, leaves, a, kw: make([p(o, leaves, a, kw) for p in parts])
     if tag == "dict":
         keys = spec[1]
-        parts = [build_output(s, constants) for s in spec[2]]
+        parts = [build_output(s, constants, device) for s in spec[2]]
         return lambda o, leaves, a, kw: {k: p(o, leaves, a, kw) for k, p in zip(keys, parts)}
     raise ValueError(f"bad output spec {spec!r}")
 
 
-def _device_view(value: Any, path: Any) -> Any:
-    """A returned view of a device argument (``x.T``, ``x[1:]``), made on the device as NumPy makes it on the host."""
-    from jitgraph.backends.cuda import runtime
-
-    for step in path:
-        attrs = step.kwargs
-        try:
-            if step.op == "transpose":  # a view (Numba's own transpose copies, recompiling a kernel each time)
-                value = runtime.transpose(value, tuple(attrs["axes"]))
-            elif step.op == "reshape":
-                value = value.reshape(tuple(attrs["shape"]))
-            elif step.op == "getitem" and all(isinstance(e, int | slice) for e in attrs["spec"]):
-                value = value[tuple(attrs["spec"])]
-            else:
-                raise NotImplementedError(step.op)
-        except Exception as exc:
-            raise BackendError(f"cannot return this {step.op} view of a device array argument ({exc})",
-                               hint="return a copy (.copy()) or a computed value instead of a view") from exc
-    return value
+def _device_view(value: Any, path: Sequence[ViewStep], device: DeviceOutputs | None) -> Any:
+    """A returned view of a device argument (``x.T``, ``x[1:]``), made by the device backend."""
+    if device is None:
+        raise BackendError("returning a view of a device array argument needs the device backend's converters",
+                           hint="compile with backend='cuda', or return a copy (.copy())")
+    try:
+        return device.view(value, path)
+    except Exception as exc:
+        op = next((s.op for s in path), "view")
+        raise BackendError(f"cannot return this {op} view of a device array argument ({exc})",
+                           hint="return a copy (.copy()) or a computed value instead of a view") from exc
 
 
-def _python_scalar(value: Any) -> Any:
+def _python_scalar(value: Any, device: DeviceOutputs | None) -> Any:
     if type(value) is not np.ndarray and is_device_array(value):
-        from jitgraph.backends.cuda import runtime
-
-        value = np.asarray(runtime.to_host(value))
+        if device is None:
+            raise BackendError("a Python scalar computed on the device needs the device backend's converters")
+        value = np.asarray(device.to_host(value))
     if isinstance(value, np.ndarray | np.generic):
         return python_type(value.dtype)(value.item() if isinstance(value, np.ndarray) else value)
     return value

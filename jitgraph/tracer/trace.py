@@ -12,6 +12,7 @@ import numpy as np
 from jitgraph.ir.graph import Graph, eliminate_dead
 from jitgraph.tracer.calls import call, inline
 from jitgraph.tracer.context import GraphBreak, TraceContext
+from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
 from jitgraph.tracer.values import TArray, is_plain
@@ -44,7 +45,7 @@ def parameter_names(fn: Any, nargs: int) -> list[str]:
 def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
     start = time.perf_counter()
     guards = GuardSet()
-    tx = TraceContext(guards)
+    tx = TraceContext(guards, run_frame)
     guards.const(fn)  # K[0] is always the compiled callable
     names = parameter_names(fn, len(args))
     try:

@@ -1,25 +1,18 @@
-"""The tracer records loops, data-dependent ifs and whiles as regions (hooks from jitgraph.tracer.regions).
+"""The tracer records loops, data-dependent ifs and whiles as regions (jitgraph.tracer.regions and branches).
 
 Every test compares ``jitgraph.compile`` with the plain function: return value and type, and the caller's arrays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.tracer import regions
 from tests.control_flow.helpers import copies, load_benchmarks
-
-
-@pytest.fixture(autouse=True, scope="module")
-def hooks() -> Iterator[None]:
-    regions.enable()  # installed by jitgraph.tracer on import; idempotent
-    yield
 
 
 def same_as_eager(fn: Callable[..., Any], *args: Any, backend: str = "cpu") -> Any:

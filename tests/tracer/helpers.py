@@ -34,8 +34,15 @@ def assert_same(expected: Any, actual: Any, rtol: float = 1e-5, atol: float = 1e
 
 
 # Tracer tests run the traced graph as captured (no passes), so they test the tracer alone; the full pipeline and
-# the CPU backend run on the showcase programs in test_integration.py.
+# the CPU backend run on the showcase programs in test_integration.py. A compiling backend takes lowered graphs
+# only (fused and memory-planned), so there the tracer's graph gets just those two passes.
 TRACER_ONLY = {"passes": ()}
+LOWERING_ONLY = {"passes": ("fuse", "plan_memory")}
+
+
+def tracer_only(backend: str) -> dict[str, Any]:
+    """The fewest passes ``backend`` accepts: none for the eager interpreter, fuse and plan_memory otherwise."""
+    return TRACER_ONLY if backend == "eager" else LOWERING_ONLY
 
 
 def run_both(fn: Any, *args: Any, backend: str = "eager", graphs: int | None = 1, options: dict | None = None,
@@ -48,7 +55,7 @@ def run_both(fn: Any, *args: Any, backend: str = "eager", graphs: int | None = 1
     eager_args, eager_kwargs = copy.deepcopy((args, kwargs))
     comp_args, comp_kwargs = copy.deepcopy((args, kwargs))
     expected = fn(*eager_args, **eager_kwargs)
-    compiled = jitgraph.compile(fn, backend=backend, **(TRACER_ONLY if options is None else options))
+    compiled = jitgraph.compile(fn, backend=backend, **(tracer_only(backend) if options is None else options))
     actual = compiled(*comp_args, **comp_kwargs)
     assert_same(expected, actual)
     assert_same(eager_args, comp_args, path="args after the call")

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import jitgraph
-from tests.tracer.helpers import TRACER_ONLY, assert_same
+from tests.tracer.helpers import assert_same, tracer_only
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
 def compiled(fn, backend: str = "eager"):
-    return jitgraph.compile(fn, backend=backend, cache=False, **TRACER_ONLY)
+    return jitgraph.compile(fn, backend=backend, cache=False, **tracer_only(backend))
 
 
 def outcome(fn, *args):

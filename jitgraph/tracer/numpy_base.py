@@ -1,0 +1,104 @@
+"""What every part of the NumPy table shares: the table type and the argument helpers of lowerings.
+
+Each entry is a *lowering*: ``lowering(tx, *args, **kwargs)`` with NumPy's own signature, which records IR ops and
+returns the traced result; Python's argument binding checks the call shape for us. The entries live in three
+modules by family (``numpy_math``, ``numpy_shapes``, ``numpy_creation``), each filling its own
+:class:`LoweringTable`; ``numpy_table`` merges them into the one table calls are looked up in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgraph.errors import TypeInferenceError
+from jitgraph.ir.ops.rules import normalize_axes
+from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.values import TArray
+
+Lowering = Callable[..., Any]
+
+
+class LoweringTable:
+    """NumPy callables, ndarray method names and ufunc method names (``at``, ``reduce``) to lowerings."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.functions: dict[Any, Lowering] = {}
+        self.methods: dict[str, Lowering] = {}
+        self.ufunc_methods: dict[str, Lowering] = {}
+
+    def numpy(self, *fns: Any) -> Callable[[Lowering], Lowering]:
+        """Decorator: the lowering of the NumPy callables ``fns``."""
+        def deco(lowering: Lowering) -> Lowering:
+            for fn in fns:
+                self.functions[fn] = lowering
+            return lowering
+
+        return deco
+
+    def method(self, *names: str) -> Callable[[Lowering], Lowering]:
+        """Decorator: the lowering of the ndarray methods ``names`` (called with the array first)."""
+        def deco(lowering: Lowering) -> Lowering:
+            for name in names:
+                self.methods[name] = lowering
+            return lowering
+
+        return deco
+
+
+def merge(tables: list[LoweringTable]) -> tuple[dict[Any, Lowering], dict[str, Lowering], dict[str, Lowering]]:
+    """One (functions, methods, ufunc methods) table from several; an entry in two of them is a mistake."""
+    out: tuple[dict[Any, Lowering], dict[str, Lowering], dict[str, Lowering]] = ({}, {}, {})
+    for table in tables:
+        for merged, part in zip(out, (table.functions, table.methods, table.ufunc_methods)):
+            twice = [key for key in part if key in merged]
+            if twice:
+                raise ValueError(f"{table.name} lowers {twice!r}, which another part of the NumPy table lowers")
+            merged.update(part)
+    return out
+
+
+# ---- argument helpers --------------------------------------------------------------------------------------------
+def as_array(tx: TraceContext, value: Any) -> TArray:
+    """An operand as a tracked array (constants become constant nodes)."""
+    if isinstance(value, TArray):
+        return value
+    return tx.fresh(tx.node(value), "array")
+
+
+def axes_arg(tx: TraceContext, axis: Any, ndim: int, what: str) -> tuple[int, ...]:
+    """An ``axis=`` argument, normalised (NumPy's AxisError when out of range)."""
+    if isinstance(axis, TArray):
+        tx.graph_break(f"{what}: axis computed from array data")
+    try:
+        return normalize_axes(axis, ndim, what)
+    except TypeInferenceError as exc:
+        tx.graph_break(exc.message, getattr(exc, "original", None))
+
+
+def shape_arg(tx: TraceContext, shape: Any) -> tuple[int, ...]:
+    """A shape argument: an int or a sequence of trace-time ints."""
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    if isinstance(shape, tuple | list) and all(isinstance(d, int | np.integer) for d in shape):
+        return tuple(int(d) for d in shape)
+    tx.graph_break("a shape that is not a tuple of trace-time integers")
+
+
+def dtype_arg(tx: TraceContext, dtype: Any) -> np.dtype:
+    """A ``dtype=`` argument as a NumPy dtype (NumPy's TypeError for a bad one)."""
+    if isinstance(dtype, TArray):
+        tx.graph_break("a dtype computed from array data")
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        tx.graph_break(str(exc), exc)
+
+
+def no_out(tx: TraceContext, out: Any, what: str) -> None:
+    """``out=`` is traced only where a lowering handles it itself."""
+    if out is not None:
+        tx.graph_break(f"{what}(out=...) is not supported by the tracer")

@@ -1,0 +1,143 @@
+"""Slices with symbolic bounds inside loop regions, as the opcode handlers meet them (the lowering is ``symslice``).
+
+Inside a region body, ``a[i, :i]`` (a slice bound that is a traced integer) yields a :class:`SymArray` instead of
+a graph break. Arithmetic with scalars and other symbolic slices builds an elementwise expression; ``np.dot``,
+``np.sum``, ``np.outer`` and ``@`` on them, and assigning one (``a[k + 1:, k] /= a[k, k]``) are lowered to loops.
+Anything else a SymArray meets is a graph break that names the operation, and the loop is then unrolled or the
+call falls back, as before.
+
+The handlers ask first (:func:`is_symbolic_view`, :func:`involves`, :func:`takes_call`) and then hand the values
+over; each function here gets the trace context and plain values, never the frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Node
+from jitgraph.tracer import symslice
+from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.values import TArray
+
+OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "remainder",
+       "**": "power"}
+CALLS = (np.dot, np.outer, np.sum, np.matmul)
+"""NumPy functions that take symbolic slices (everything else they meet breaks)."""
+
+
+@dataclass(eq=False)
+class SymArray:
+    """A traced value that is a symbolic-bound view, or an elementwise expression / outer product of them."""
+
+    expr: Any
+
+    def __bool__(self) -> bool:
+        raise TypeError("SymArray has no truth value at trace time")
+
+
+# ---- questions the handlers ask ----------------------------------------------------------------------------------
+def symbolic_slice_parts(tx: TraceContext, parts: list[Any]) -> bool:
+    """``BUILD_SLICE``: inside a region a slice may hold traced integers (then subscripts see a symbolic index)."""
+    return tx.in_region and any(isinstance(p, TArray) for p in parts)
+
+
+def is_symbolic_index(tx: TraceContext, index: Any) -> bool:
+    """Whether ``index`` holds a slice with a traced bound, inside a region."""
+    if not tx.in_region:
+        return False
+    entries = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(e, slice) and any(isinstance(p, TArray) for p in (e.start, e.stop, e.step))
+               for e in entries)
+
+
+def is_symbolic_view(tx: TraceContext, container: Any, index: Any) -> bool:
+    """``BINARY_SUBSCR``: ``a[i, :i]`` of a traced array inside a region."""
+    return isinstance(container, TArray) and container.kind == "array" and is_symbolic_index(tx, index)
+
+
+def involves(*values: Any) -> bool:
+    """Whether an operator's operands include a symbolic slice."""
+    return any(isinstance(v, SymArray) for v in values)
+
+
+def takes_call(fn: Any, args: list[Any]) -> bool:
+    """``CALL`` (without keywords): one of :data:`CALLS` with a symbolic slice among its arguments."""
+    return any(fn is f for f in CALLS) and involves(*args)
+
+
+# ---- what they do then -------------------------------------------------------------------------------------------
+def getitem(tx: TraceContext, container: TArray, index: Any) -> SymArray:
+    return SymArray(_view(tx, container, index))
+
+
+def setitem(tx: TraceContext, container: TArray, index: Any, value: Any) -> None:
+    """``container[index] = value`` with a symbolic slice in ``index``."""
+    target = _view(tx, container, index)
+    new = symslice.assign(tx.builder, target, _operand(tx, value), _facts(tx))
+    tx.write(container, new)
+
+
+def binary(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
+    """``a <symbol> b`` with a symbolic slice on either side."""
+    if symbol == "@":
+        return _dot(tx, a, b)
+    if symbol in OPS:
+        return SymArray(symslice.Map(OPS[symbol], (_operand(tx, a), _operand(tx, b))))
+    tx.graph_break(f"operator {symbol} on a slice of symbolic length")
+
+
+def call(tx: TraceContext, fn: Any, args: list[Any]) -> Any:
+    """``np.dot``/``np.matmul``/``np.outer``/``np.sum`` of symbolic slices."""
+    if fn in (np.dot, np.matmul) and len(args) == 2:
+        return _dot(tx, *args)
+    if fn is np.outer and len(args) == 2 and all(isinstance(a, SymArray) for a in args):
+        return SymArray(symslice.Outer(args[0].expr, args[1].expr))
+    if fn is np.sum and len(args) == 1:
+        return tx.result(symslice.reduce_sum(tx.builder, args[0].expr))
+    tx.graph_break(f"{fn.__name__} of slices of symbolic length with these arguments")
+
+
+# ---- helpers -----------------------------------------------------------------------------------------------------
+def _facts(tx: TraceContext) -> frozenset[Node]:
+    return frozenset(tx.regions.nonneg)
+
+
+def _node(tx: TraceContext, value: Any) -> Node:
+    if isinstance(value, TArray):
+        if tx.type_of(value).shape != ():
+            tx.graph_break("a whole array mixed with a slice of symbolic length (only scalars broadcast here)")
+        return tx.read(value)
+    if isinstance(value, bool | int | float | np.number):
+        return tx.builder.const(value)
+    tx.graph_break(f"a {type(value).__name__} in an expression with a slice of symbolic length")
+
+
+def _operand(tx: TraceContext, value: Any) -> Any:
+    return value.expr if isinstance(value, SymArray) else _node(tx, value)
+
+
+def _view(tx: TraceContext, container: TArray, index: Any) -> symslice.SymView:
+    key = []
+    for e in index if isinstance(index, tuple) else (index,):
+        if isinstance(e, slice):
+            if e.step not in (None, 1):
+                tx.graph_break("a slice with a step and a symbolic bound")
+            bounds = [None if p is None else tx.read(p) if isinstance(p, TArray) else int(p) for p in (e.start, e.stop)]
+            key.append(slice(*bounds))
+        elif isinstance(e, TArray) and tx.type_of(e).shape == ():
+            key.append(tx.read(e))
+        elif isinstance(e, int | np.integer):
+            key.append(int(e))
+        else:
+            tx.graph_break("a symbolic slice combined with an index other than ints and slices")
+    return symslice.sym_view(tx.builder, tx.read(container), key, _facts(tx))
+
+
+def _dot(tx: TraceContext, a: Any, b: Any) -> TArray:
+    if not (isinstance(a, SymArray) and isinstance(b, SymArray) and isinstance(a.expr, symslice.SymView)
+            and isinstance(b.expr, symslice.SymView)):
+        tx.graph_break("np.dot of a symbolic slice with something other than another symbolic slice")
+    return tx.result(symslice.dot(tx.builder, a.expr, b.expr))
