@@ -115,7 +115,10 @@ def test_warn_unknown_env_suggests_the_declared_name():
 
 
 def _mentioned_env_names() -> dict[str, str]:
-    """Every JITGRAPH_* name written in the repository's code, tests, scripts, CI and README -> one file using it."""
+    """Every JITGRAPH_* name written in the repository's code, tests, scripts, CI and README -> one file using it.
+
+    A test of the misspelling warning writes a misspelt name on purpose: names in a test file that also expects a
+    "did you mean" are left out (the declared names such a file uses are still checked elsewhere)."""
     found: dict[str, str] = {}
     paths = [ROOT / "README.md"]
     for folder in ("jitgraph", "tests", "benchmarks", "scripts", ".ci", "examples"):
@@ -125,6 +128,8 @@ def _mentioned_env_names() -> dict[str, str]:
         if "__pycache__" in path.parts or path == Path(__file__).resolve():
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
+        if path.is_relative_to(ROOT / "tests") and "did you mean" in text:
+            continue
         for name in re.findall(r"\bJITGRAPH_[A-Z_]*[A-Z]\b", text):
             found.setdefault(name, str(path.relative_to(ROOT)))
     return found

@@ -6,21 +6,41 @@ them. The facts come from :mod:`jitgraph.inspect.collect`; this module only deci
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from jitgraph.inspect import columns as cols
 from jitgraph.inspect.collect import PHASES, GraphView, counts, graph_views, guard_sets, phase_times, short_path
 from jitgraph.inspect.source_view import SourceView, source_report
 
 THEME = "ansi_dark"
 MAX_ROWS = 300  # per graph table
 MAX_SOURCE_LINES = 400  # per kernel
+SIDE_BY_SIDE = 100  # narrower than this, the pass times go below the phase times instead of beside them
+
+
+class Sized:
+    """A section built for the width it is given: rich asks at print time, so one result prints well in an
+    80-column terminal, a 200-column one and the HTML file alike."""
+
+    def __init__(self, build: Callable[[int], RenderableType]) -> None:
+        self.build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        yield self.build(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.build(options.max_width))
 
 
 def _name(result: Any) -> str:
@@ -28,10 +48,13 @@ def _name(result: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__ if fn else "?"
 
 
+def _milliseconds(seconds: float, short: bool) -> str:
+    return f"{seconds:.1f} s" if short and seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
 def summary(result: Any) -> RenderableType:
     c = counts(result)
     total = sum(phase_times(result).values())
-    text = Text()
     parts = [("graphs", c["graphs"], "green" if c["graphs"] else "red"),
              ("breaks", c["breaks"], "red" if c["breaks"] else "green"),
              ("recompiles", c["recompiles"], "yellow" if c["recompiles"] else "green"),
@@ -39,14 +62,20 @@ def summary(result: Any) -> RenderableType:
              ("ops", c["ops"], "cyan")]
     if c["interpreted"]:  # graphs the backend could not compile: they run in the reference interpreter
         parts.insert(4, ("graphs interpreted", c["interpreted"], "red"))
-    for k, (label, value, style) in enumerate(parts):
-        if k:
-            text.append("   ")
-        text.append(f"{value} ", style=f"bold {style}")
-        text.append(label)
-    text.append(f"   compile {total * 1e3:.1f} ms", style="dim")
-    return Panel(text, title=Text(f"jitgraph explain: {_name(result)}", style="bold"), title_align="left",
-                 box=box.ROUNDED)
+    counted = [Text.assemble((f"{value} ", f"bold {style}"), label) for label, value, style in parts]
+
+    def line(width: int) -> Text:
+        # One line if it fits at all: narrower separators first, then the compile time in seconds; only a very
+        # narrow terminal gets several lines, and then never inside "compile 1825.6 ms".
+        inner = width - 4  # the panel's border and padding
+        for short in (False, True):
+            pieces = [*counted, Text(f"compile {_milliseconds(total, short)}", style="dim")]
+            if sum(len(p) for p in pieces) + 2 * (len(pieces) - 1) <= inner:
+                return cols.pack(pieces, inner)
+        return cols.pack(pieces, inner, separators=("  ",))
+
+    title = Text(f"jitgraph explain: {_name(result)}", style="bold")
+    return Sized(lambda width: Panel(line(width), title=title, title_align="left", box=box.ROUNDED))
 
 
 def _source_table(view: SourceView) -> Table:
@@ -62,7 +91,7 @@ def _source_table(view: SourceView) -> Table:
             table.add_row(Text("✗", style="bold red"), str(line.lineno), text, style="on #3a0000")
             for reason, hint in line.breaks:
                 table.add_row("", "", Text(f"↑ graph break: {reason}", style="bold red"))
-                table.add_row("", "", Text(f"  hint: {hint}", style="yellow"))
+                table.add_row("", "", Padding(Text(f"hint: {hint}", style="yellow"), (0, 0, 0, 2)))
         else:
             mark = Text("●", style="green") if line.captured else Text(" ")
             table.add_row(mark, str(line.lineno), text)
@@ -104,22 +133,26 @@ def recompiles(result: Any) -> RenderableType | None:
     return Panel(table, title="recompiles", title_align="left", box=box.ROUNDED)
 
 
-def graph_table(view: GraphView) -> RenderableType:
-    table = Table(box=box.SIMPLE_HEAD, expand=False, title=f"graph {view.index}", title_justify="left",
-                  title_style="bold")
-    for column, style in (("node", "bold"), ("op", "cyan"), ("inputs", ""), ("shape/dtype", "green"),
-                          ("fusion group", "magenta"), ("source", "dim")):
-        if column == "fusion group":
-            table.add_column(column, style=style, no_wrap=True, overflow="ellipsis", max_width=36)
-        else:
-            table.add_column(column, style=style, overflow="fold", no_wrap=column in ("node", "source"))
+GRAPH_COLUMNS = [
+    cols.Column("node", "bold"),
+    cols.Column("op", "cyan", wrap="words", comfort=1),  # only attributes wrap, e.g. sum(axis=1, keepdims=False)
+    cols.Column("inputs", wrap="fold", comfort=20),  # folds only a constant longer than columns.FOLD_MIN
+    cols.Column("shape/dtype", "green", wrap="words", comfort=1),  # a tuple type wraps between its elements
+    cols.Column("fusion group", "magenta", drop=1, cut_to=16),  # members are indented under their fused node
+    cols.Column("source", "dim", drop=2),
+]
+
+
+def _graph_rows(view: GraphView) -> list[list[Text]]:
     rows = view.rows
-    if len(rows) > MAX_ROWS:  # an unrolled loop can make thousands of nodes; print(result) still has them all
-        hidden = len(rows) - MAX_ROWS
+    hidden = len(rows) - MAX_ROWS
+    if hidden > 0:  # an unrolled loop can make thousands of nodes; print(result) still has them all
         rows = rows[:MAX_ROWS - 20] + [None] + rows[-20:]
+    out = []
     for row in rows:
         if row is None:
-            table.add_row(Text("..."), Text(f"{hidden} more nodes (print(result) lists every node)", style="dim"))
+            out.append([Text("..."), Text(""), Text(f"{hidden} more nodes (print(result) lists every node)",
+                                                     style="dim")])
             continue
         indent = "  " * row.depth
         if row.group.startswith("NumPy:"):  # why: in the fusion table below
@@ -127,26 +160,97 @@ def graph_table(view: GraphView) -> RenderableType:
         else:  # members repeat their group's name, dimmed, so the column still reads per node
             group = Text(row.group, style="dim" if row.depth else "bold")
         # Text, not str: rich would read ``fused[reduction]`` or ``f32[4]`` as markup.
-        table.add_row(Text(indent + row.name), Text(indent + row.op), Text(row.inputs), Text(row.type), group,
-                      Text(row.source))
-    return table
+        out.append([Text(indent + row.name), Text(indent + row.op), Text(row.inputs), Text(row.type), group,
+                    Text(row.source)])
+    return out
+
+
+LINE_COLUMN = cols.Column("line", "dim", drop=2)
+SOURCE = 5  # index of the source column in GRAPH_COLUMNS and in a row
+
+
+def _line_only(rows: list[list[Text]]) -> list[list[Text]] | None:
+    """The rows with ``file.py:12`` shortened to ``12``, when every location is in one file (the source panel names
+    it); None when the graph spans several files."""
+    files = {row[SOURCE].plain.rpartition(":")[0] for row in rows if len(row) > SOURCE and row[SOURCE].plain}
+    if len(files) != 1:
+        return None
+    return [[*row[:SOURCE], Text(row[SOURCE].plain.rpartition(":")[2])] if len(row) > SOURCE else row
+            for row in rows]
+
+
+def graph_table(view: GraphView) -> RenderableType:
+    rows = _graph_rows(view)
+    short = _line_only(rows)
+    title = {"title": f"graph {view.index}", "title_justify": "left", "title_style": "bold"}
+
+    def build(width: int) -> RenderableType:
+        table = cols.table(GRAPH_COLUMNS, rows, width, **title)
+        if short is not None:
+            # Short of room, the file name goes first (the source panel above names the one file): file:line is
+            # kept only where it costs the other columns nothing.
+            full = cols.fit(GRAPH_COLUMNS, [[t.plain for t in r] for r in rows], width)
+            line = cols.fit([*GRAPH_COLUMNS[:SOURCE], LINE_COLUMN], [[t.plain for t in r] for r in short], width)
+            if [c for c in full if c[0] != SOURCE] != [c for c in line if c[0] != SOURCE]:
+                table = cols.table([*GRAPH_COLUMNS[:SOURCE], LINE_COLUMN], short, width, **title)
+        return Group(table, Text(""))
+
+    return Sized(build)
+
+
+FUSION_COLUMNS = [
+    cols.Column("node", "bold"),
+    cols.Column("group", "magenta", cut_to=16),
+    cols.Column("kind"),
+    cols.Column("ops", wrap="words", comfort=30),
+    cols.Column("not fused because ...", wrap="fold", comfort=24),
+]
+FUSION_OPS_MIN = 24  # narrower than this the groups are listed one below the other instead of as a table
+
+
+def op_counts(ops: list[str]) -> str:
+    """``multiply×6 add×3 sqrt``: each op once, in order of first use, with how often the group runs it."""
+    return " ".join(op if n == 1 else f"{op}×{n}" for op, n in Counter(ops).items())
+
+
+def _fusion_rows(view: GraphView) -> list[list[Text]]:
+    nodes = {row.group: row.name for row in view.rows if row.op.startswith("fused[")}
+    rows = []
+    for g in view.groups:
+        cuts = Text("\n".join(g.cuts) if g.cuts else "-", style="yellow" if g.cuts else "dim")
+        rows.append([Text(nodes.get(g.name, "")), Text(g.name), Text(g.kind), Text(op_counts(g.ops)), cuts])
+    for name, op, why in view.numpy_nodes:
+        rows.append([Text(name), Text("NumPy", style="dim"), Text("-"), Text(op), Text(why, style="yellow")])
+    return rows
+
+
+def _fusion_list(rows: list[list[Text]]) -> RenderableType:
+    """The narrow layout: per group a heading line (node, group, kind), then its ops and why nothing more fused."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for node, group, kind, ops, cuts in rows:
+        group.stylize("magenta")
+        grid.add_row(node, Text.assemble(group, "  ", kind))
+        grid.add_row("", Text.assemble(("ops: ", "dim"), ops))
+        grid.add_row("", Text.assemble(("not fused because: ", "dim"), cuts))
+    return grid
 
 
 def fusion(view: GraphView) -> RenderableType | None:
     if not view.groups and not view.numpy_nodes:
         return None
-    table = Table(box=box.SIMPLE_HEAD, title=f"fusion groups of graph {view.index}", title_justify="left",
-                  title_style="bold")
-    table.add_column("group", style="magenta", overflow="fold")
-    table.add_column("kind")
-    table.add_column("ops", overflow="fold")
-    table.add_column("not fused because ...", overflow="fold")
-    for g in view.groups:
-        cuts = Text("\n".join(g.cuts) if g.cuts else "-", style="yellow" if g.cuts else "dim")
-        table.add_row(Text(g.name), Text(g.kind), Text(" ".join(g.ops)), cuts)
-    for name, op, why in view.numpy_nodes:
-        table.add_row(Text(f"{name} (NumPy)", style="dim"), "-", Text(op), Text(why, style="yellow"))
-    return table
+    rows = _fusion_rows(view)
+    title = Text(f"fusion groups of graph {view.index}", style="bold")
+
+    def build(width: int) -> RenderableType:
+        chosen = dict(cols.fit(FUSION_COLUMNS, [[t.plain for t in row] for row in rows], width))
+        natural_ops = max(len(row[3]) for row in rows)
+        if len(chosen) == len(FUSION_COLUMNS) and chosen[3] >= min(natural_ops, FUSION_OPS_MIN):
+            return Group(cols.table(FUSION_COLUMNS, rows, width, title=title, title_justify="left"), Text(""))
+        return Group(title, Text(""), _fusion_list(rows), Text(""))  # spaced like a table with its title
+
+    return Sized(build)
 
 
 def guards(result: Any) -> RenderableType | None:
@@ -157,7 +261,7 @@ def guards(result: Any) -> RenderableType | None:
     for title, texts in sets:
         parts.append(Text(title, style="bold"))
         if texts:
-            parts.append(Syntax("\n".join(texts), "python", theme=THEME, background_color="default"))
+            parts.append(Syntax("\n".join(texts), "python", theme=THEME, background_color="default", word_wrap=True))
         else:
             parts.append(Text("  (none beyond the argument types)", style="dim"))
     return Panel(Group(*parts), title="guards (checked on every call; a miss recompiles)", title_align="left",
@@ -173,7 +277,8 @@ def kernels(view: GraphView) -> list[RenderableType]:
             text = "\n".join(lines[:MAX_SOURCE_LINES])
             if len(lines) > MAX_SOURCE_LINES:
                 text += f"\n# ... {len(lines) - MAX_SOURCE_LINES} more lines (the compiled graph's kernels hold it all)"
-            body = Syntax(text, "python", theme=THEME, line_numbers=True, word_wrap=False)
+            # Wrapped, not cropped: a narrow terminal still shows every line whole (long lines continue below).
+            body = Syntax(text, "python", theme=THEME, line_numbers=True, word_wrap=True)
         else:
             body = Text(k.note, style="dim")
         out.append(Panel(body, title=Text(f"graph {view.index}: {k.title}"), title_align="left", box=box.ROUNDED))
@@ -184,9 +289,9 @@ def timings(result: Any, views: list[GraphView]) -> RenderableType:
     phases = phase_times(result)
     total = sum(phases.values()) or 1e-12
     table = Table(box=box.SIMPLE_HEAD, title="compile time by phase", title_justify="left", title_style="bold")
-    table.add_column("phase")
-    table.add_column("ms", justify="right")
-    table.add_column("share", justify="right")
+    table.add_column("phase", no_wrap=True)
+    table.add_column("ms", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
     table.add_column("")
     notes = {"trace": "bytecode -> IR", "passes": "simplify, layout, fuse, plan memory",
              "codegen": "kernel and driver source", "numba": "LLVM compile, or load from the disk cache"}
@@ -202,13 +307,19 @@ def timings(result: Any, views: list[GraphView]) -> RenderableType:
         for name, seconds in report.times.items():
             passes[name] = passes.get(name, 0.0) + seconds
     detail = Table(box=box.SIMPLE_HEAD, title="passes", title_justify="left", title_style="bold")
-    detail.add_column("pass")
-    detail.add_column("ms", justify="right")
+    detail.add_column("pass", no_wrap=True)
+    detail.add_column("ms", justify="right", no_wrap=True)
     for name, seconds in passes.items():
         detail.add_row(name, f"{seconds * 1e3:.2f}")
-    grid = Table.grid(padding=(0, 4))
-    grid.add_row(table, detail)
-    return grid
+
+    def build(width: int) -> RenderableType:
+        if width < SIDE_BY_SIDE:
+            return Group(table, detail)
+        grid = Table.grid(padding=(0, 4))
+        grid.add_row(table, detail)
+        return grid
+
+    return Sized(build)
 
 
 def render(result: Any, show_kernels: bool = True) -> Group:
