@@ -155,3 +155,15 @@ def test_readme_tables_are_generated_from_config():
     assert update_readme_tables.section(readme, "env-table") == config.env_table(), \
         "run python scripts/update_readme_tables.py"
     assert update_readme_tables.updated(readme) == readme
+
+
+def test_every_option_and_variable_the_package_reads_is_declared():
+    """A read on a path no test runs would raise KeyError only in a user's program: scan the source instead."""
+    reads: dict[str, set[str]] = {"option": set(), "env": set()}
+    for path in (ROOT / "jitgraph").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        reads["option"] |= set(re.findall(r"\boption\([^,()]+, \"(\w+)\"\)", text))
+        reads["env"] |= set(re.findall(r"\benv(?:_flag|_set)?\(\"(\w+)\"\)", text))
+    assert {"math", "reuse_outputs"} <= reads["option"] and "JITGRAPH_LOGS" in reads["env"]  # the scan works
+    assert reads["option"] <= set(config.OPTIONS), reads["option"] - set(config.OPTIONS)
+    assert reads["env"] <= set(config.ENV), reads["env"] - set(config.ENV)
