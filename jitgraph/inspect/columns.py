@@ -18,6 +18,7 @@ from rich.text import Text
 Wrap = Literal["never", "words", "fold"]
 
 FOLD_MIN = 24  # a free-text column is not squeezed below this (a longer word folds; a float's repr fits)
+FOLD_SQUEEZED = 8  # ... unless nothing else fits: then it folds every word longer than this
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,12 @@ def _natural(column: Column, cells: list[str]) -> int:
     return max([len(column.header)] + [_longest_line(c) for c in cells])
 
 
+def _head(column: Column) -> int:
+    return max(len(w) for w in column.header.split())
+
+
 def _minimum(column: Column, cells: list[str]) -> int:
-    head = max(len(w) for w in column.header.split())
+    head = _head(column)
     if column.wrap == "never":
         return max(head, min(column.cut_to, _natural(column, cells))) if column.cut_to else _natural(column, cells)
     longest = max((len(w) for c in cells for line in c.split("\n") for w in words(line)), default=0)
@@ -115,8 +120,9 @@ def fit(columns: list[Column], rows: list[list[str]], width: int) -> list[tuple[
 
     A column with no text in any row is left out. Wrapping columns first shrink to their comfortable width, then
     columns are dropped in ``drop`` order, then
-    everything shrinks to its minimum (wrapping columns to their longest word, cuttable ones to ``cut_to``). If even
-    that does not fit, the minimum widths are returned and the terminal wraps what it must.
+    everything shrinks to its minimum (wrapping columns to their longest word, cuttable ones to ``cut_to``), and at
+    last free text folds its long words. If even that does not fit, the narrowest widths are returned and the
+    terminal wraps what it must.
     """
     cells = [[row[k] if k < len(row) else "" for row in rows] for k in range(len(columns))]
     natural = [_natural(c, cells[k]) for k, c in enumerate(columns)]
@@ -125,13 +131,14 @@ def fit(columns: list[Column], rows: list[list[str]], width: int) -> list[tuple[
     empty = {k for k in range(len(columns)) if not any(cells[k])}  # nothing to say: not worth its header
     levels = sorted({c.drop for c in columns if c.drop})
     stages = [[k for k in shown if k not in empty] for shown in _drop_plans(columns, levels)]
-    plans = [(shown, comfort) for shown in stages] + [(stages[-1], minimum)]
+    squeezed = [max(FOLD_SQUEEZED, _head(c)) if c.wrap == "fold" else minimum[k] for k, c in enumerate(columns)]
+    plans = [(shown, comfort) for shown in stages] + [(stages[-1], minimum), (stages[-1], squeezed)]
     for shown, floor in plans:
         widths = _shrink(shown, natural, floor, width - overhead(len(shown)))
         if widths is not None:
             return [(k, widths[k]) for k in shown]
-    shown = plans[-1][0]
-    return [(k, minimum[k]) for k in shown]
+    shown, floor = plans[-1]
+    return [(k, floor[k]) for k in shown]
 
 
 def _drop_plans(columns: list[Column], levels: list[int]) -> list[list[int]]:

@@ -112,7 +112,7 @@ def whole(token: str, text: str) -> int:
     return len(re.findall(rf"(?<![\w\[]){re.escape(token)}(?![\w\[])", text))
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", (60, *WIDTHS))
 @pytest.mark.parametrize("case", CASES)
 def test_no_type_or_op_name_is_broken_across_lines(results, fixed_times, case, width):
     result = results[case]
