@@ -151,25 +151,60 @@ def make_key(args: tuple, kwargs: dict[str, Any], leaves: list[Any]) -> tuple:
 
 
 def alias_pattern(leaves: list[Any]) -> tuple | None:
-    """None when no two array leaves can share memory (the common case, decided by their owners' ids);
-    otherwise the exact pattern: which leaves are the same array and which merely overlap. Device arrays (the
-    only leaves that are neither arrays, floats nor NumPy scalars) are compared by their byte ranges."""
+    """None when no two array leaves can share memory (the common case); otherwise the exact pattern: which
+    leaves are the same array and which merely overlap.
+
+    Decided by memory, not by ``.base`` identity alone: ``as_strided``, ``sliding_window_view`` and
+    ``np.asarray(memoryview(a))`` make arrays whose ``.base`` is not an array but the object they were made from
+    (a ``DummyArray``, a memoryview), and an identity check that misses one gives a silently wrong answer after an
+    in-place update. NumPy points an ordinary view's ``.base`` at the array that owns the memory, and the memory
+    of two owners never overlaps, so an array that owns its memory (base None) or views an owner (an ndarray base
+    with no base of its own) is keyed by its owner's identity: one pass, no bounds checks, the usual call. Any
+    other array (its memory reached through a non-array object, at any depth) is compared by byte bounds with
+    every other array leaf. Device arrays (the only leaves that are neither arrays, floats nor NumPy
+    scalars) are compared by their byte ranges."""
     seen: set[int] = set()
     add = seen.add
-    device: list[Any] = []
+    foreign = False
+    device: list[Any] | None = None
     for a in leaves:
         t = type(a)
         if t is _ndarray:
             base = a.base
-            owner = id(a) if base is None else id(base)
+            if base is None:
+                owner = id(a)
+            elif type(base) is _ndarray and base.base is None:
+                owner = id(base)
+            else:
+                foreign = True  # memory reached through another object: compared by bounds below
+                continue
             if owner in seen:
                 return _exact_pattern(leaves)
             add(owner)
         elif t is not float and not isinstance(a, _generic):
-            device.append(a)
-    if len(device) > 1 and _device_ranges_overlap(device):
+            if device is None:
+                device = [a]
+            else:
+                device.append(a)
+    if foreign and _foreign_overlap([a for a in leaves if type(a) is _ndarray]):
+        return _exact_pattern(leaves)
+    if device is not None and len(device) > 1 and _device_ranges_overlap(device):
         return _exact_pattern(leaves)
     return None
+
+
+def _foreign_overlap(arrays: list[np.ndarray]) -> bool:
+    """Whether an array whose memory comes through a non-array object may share memory with any other array:
+    byte bounds, as ``np.may_share_memory`` compares them (conservative for interleaved strides, never misses an
+    overlap)."""
+    for i, a in enumerate(arrays):
+        base = a.base
+        if base is None or type(base) is _ndarray and base.base is None:
+            continue
+        for j, other in enumerate(arrays):
+            if j != i and np.may_share_memory(a, other):
+                return True
+    return False
 
 
 def _device_ranges_overlap(arrays: list[Any]) -> bool:
