@@ -34,12 +34,13 @@ from benchmarks.timing import median  # the repository root is on the path now
 
 def families(scale: float) -> bool:
     from jitgraph.backends.cuda import selfcheck
+    from jitgraph.passes import run_pipeline
 
     print("== kernel families vs NumPy (device-resident arguments) ==")
     all_ok = True
     for check in selfcheck.checks(scale):
         try:
-            ok, err, chosen = selfcheck.run_check(check)
+            ok, err, chosen = selfcheck.run_check(check, lambda graph: run_pipeline(graph)[0])
             status = "ok  " if ok else "FAIL"
             print(f"  {status} {check.name:<26} {check.family:<24} kernels: {chosen:<28} max rel err {err:.1e}")
         except Exception as exc:  # noqa: BLE001 - go on: one broken family must not hide the others
@@ -254,7 +255,7 @@ def ptx_check(cc: tuple[int, int]) -> bool:
 
     from jitgraph.backends.cuda import compiler, device_fns, plan, runtime, selfcheck
     from jitgraph.backends.cuda.backend import compile_graph
-    from jitgraph.passes.fuse import fuse_graph
+    from jitgraph.passes import run_pipeline
 
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)  # device functions
     runtime.device_info = lambda: runtime.DeviceInfo(f"PTX only, sm_{cc[0]}{cc[1]}", 132, 1024, 32, False, None)
@@ -289,7 +290,7 @@ def ptx_check(cc: tuple[int, int]) -> bool:
     ok = True
     for check in selfcheck.checks(0.01):
         try:
-            compile_graph(fuse_graph(check.graph), {})([a.copy() for a in check.args])
+            compile_graph(run_pipeline(check.graph)[0], {})([a.copy() for a in check.args])
             print(f"  ok   {check.name:<26} PTX for sm_{cc[0]}{cc[1]}")
         except Exception as exc:  # noqa: BLE001 - report every family
             ok = False

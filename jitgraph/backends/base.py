@@ -5,6 +5,8 @@ fused, memory-planned (``jitgraph.passes``); a backend runs no pass itself. A Co
 list of graph arguments, returns the flat list of outputs, and has written every ``graph.mutations`` entry into
 the caller's buffers before it returns, exactly like :func:`jitgraph.backends.eager.run`.
 
+Backends are found by name in a table of module paths (``_BACKENDS``), imported on first use.
+
 Everything the inspection views show about a compiled graph comes through the methods declared here, never by
 guessing attribute names: its generated sources, its explain text, its control-flow regions, how its compile time
 splits into code generation and Numba, and whether it interprets the graph instead of running generated code.
@@ -12,12 +14,14 @@ splits into code generation and Numba, and whether it interprets the graph inste
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from jitgraph.errors import UnsupportedError
+from jitgraph.errors import BackendError, UnsupportedError
 from jitgraph.ir.graph import Graph
+from jitgraph.ir.memory import MemoryPlan
 
 
 @dataclass(frozen=True)
@@ -60,44 +64,44 @@ class CompiledGraph(Protocol):
 
 
 BackendFn = Callable[[Graph, Mapping[str, Any]], CompiledGraph]
-_BACKENDS: dict[str, Callable[[], BackendFn]] = {}
+
+# Backend name -> the module that implements it. Each module exposes ``compile(graph, options) -> CompiledGraph``
+# and may expose ``require()``, which raises BackendError when what the backend needs at run time is missing (no
+# GPU, no numba-cuda). Modules are imported on first use, so importing jitgraph imports neither numba nor
+# numba.cuda, and an optional dependency is only asked for by the backend that needs it.
+_BACKENDS: dict[str, str] = {
+    "eager": "jitgraph.backends.eager",
+    "cpu": "jitgraph.backends.cpu.backend",
+    "cuda": "jitgraph.backends.cuda.backend",
+}
 
 
-def register_backend(name: str, loader: Callable[[], BackendFn]) -> None:
-    """Register a backend lazily: ``loader`` imports it on first use, so importing jitgraph stays cheap and an
-    optional dependency (numba-cuda) is only asked for by the backend that needs it."""
-    _BACKENDS[name] = loader
+def register_backend(name: str, module: str) -> None:
+    """Make backend ``name`` the one implemented by ``module`` (a dotted module path, imported on first use)."""
+    _BACKENDS[name] = module
 
 
 def get_backend(name: str) -> BackendFn:
+    """The compile function of backend ``name``; raises BackendError when its runtime is missing."""
     try:
-        loader = _BACKENDS[name]
+        path = _BACKENDS[name]
     except KeyError:
         raise UnsupportedError(f"unknown backend {name!r}", hint=f"use one of {sorted(_BACKENDS)}") from None
-    return loader()
+    module = importlib.import_module(path)
+    require = getattr(module, "require", None)
+    if require is not None:
+        require()
+    return module.compile
 
 
-def _eager_loader() -> BackendFn:
-    from jitgraph.backends import eager
+def require_lowered(graph: Graph, backend: str) -> MemoryPlan:
+    """The memory plan of a lowered graph; a clear BackendError for a graph that skipped the pass pipeline.
 
-    def compile_eager(graph: Graph, options: Mapping[str, Any]) -> CompiledGraph:
-        return lambda args: eager.run(graph, args)
-
-    return compile_eager
-
-
-register_backend("eager", _eager_loader)
-
-# Registers "cuda" lazily: the package imports no numba.cuda until a graph is compiled with backend="cuda".
-import jitgraph.backends.cuda  # noqa: F401
-
-
-def _cpu_loader() -> BackendFn:
-    # Importing the package re-registers "cpu" with its own loader; numba loads only now, on first use.
-    from jitgraph.backends.cpu import compile_cpu
-
-    return compile_cpu
-
-
-if "cpu" not in _BACKENDS:
-    register_backend("cpu", _cpu_loader)
+    Backends consume what the pipeline decided (fusion groups, the memory plan) and run no pass themselves; the
+    driver always lowers a graph before it compiles it, so only a caller that builds graphs by hand meets this."""
+    if graph.memory is None:
+        raise BackendError(f"backend={backend!r} compiles lowered graphs, and this one has no memory plan",
+                           hint="run it through jitgraph.passes.run_pipeline(graph, options) first (its last pass, "
+                                "plan_memory, attaches the plan; a custom options['passes'] list must end with "
+                                "'fuse', 'plan_memory')")
+    return graph.memory

@@ -1,5 +1,6 @@
 """The reference interpreter: runs each node's NumPy implementation in order.
 
+As ``backend="eager"`` it is also a backend (:func:`compile`): the graph runs node by node, with nothing generated.
 It defines what every compiled backend must compute, mutations of caller buffers included: values are computed
 first, and only then copied into the caller's arrays, so a graph that reads an input after "mutating" it sees the
 old value exactly as its functional form says.
@@ -7,13 +8,15 @@ old value exactly as its functional form says.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from jitgraph.backends.base import KernelSource
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS
+from jitgraph.ir.ops.control import RegionInfo, describe_regions
 from jitgraph.ir.types import TensorType, python_type
 
 
@@ -93,3 +96,33 @@ def run(graph: Graph, args: Sequence[Any]) -> list[Any]:
                    any(np.may_share_memory(o, c) for c in frozen) else o for o in outputs]
     apply_mutations(graph, args, values)
     return outputs
+
+
+class EagerCompiled:
+    """The eager backend's CompiledGraph: the reference interpreter bound to one graph."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+
+    def __call__(self, args: Sequence[Any]) -> list[Any]:
+        return run(self.graph, args)
+
+    def kernel_sources(self) -> list[KernelSource]:
+        return []  # nothing is generated: every node runs its NumPy implementation
+
+    def explain(self) -> str:
+        return "eager backend: every node runs its NumPy reference implementation, in order"
+
+    def regions(self) -> list[RegionInfo]:
+        return describe_regions(self.graph)
+
+    def compile_times(self) -> dict[str, float]:
+        return {"codegen": 0.0, "numba": 0.0}
+
+    def fallback_reason(self) -> str | None:
+        return None  # interpreting is what this backend was asked to do, not a fallback
+
+
+def compile(graph: Graph, options: Mapping[str, Any]) -> EagerCompiled:
+    """The eager backend: any graph, lowered or not (it needs no kernels and no memory plan)."""
+    return EagerCompiled(graph)

@@ -17,11 +17,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jitgraph.ir.optable import get_op
+from jitgraph.ir.printer import format_graph
 from jitgraph.ir.types import TensorType, type_of, weak_type_of
+
+if TYPE_CHECKING:
+    from jitgraph.ir.memory import MemoryPlan
 
 _ids = itertools.count()
 
@@ -71,13 +76,19 @@ class Node:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """An immutable function: ``nodes`` in topological order (inputs and consts included)."""
+    """An immutable function: ``nodes`` in topological order (inputs and consts included).
+
+    A graph that went through the whole pass pipeline is *lowered*: its ``fused`` nodes are the kernels and
+    ``memory`` holds its memory plan; backends compile lowered graphs (see :func:`is_lowered`)."""
 
     nodes: tuple[Node, ...]
     inputs: tuple[Node, ...]
     outputs: tuple[Node, ...]
     mutations: tuple[tuple[int, Node], ...] = ()
     input_names: tuple[str, ...] = ()
+    # The memory plan of exactly these nodes, attached by the pipeline's last pass (``plan_memory``) for the backend
+    # to consume; None on any graph built since, since a plan is only valid for the nodes it was made for.
+    memory: MemoryPlan | None = None
 
     def users(self) -> dict[Node, list[Node]]:
         """Map every node to the nodes that read it (outputs and mutations are not nodes, so not listed)."""
@@ -94,11 +105,14 @@ class Graph:
         return self.outputs + tuple(n for _, n in self.mutations) + tuple(n for n in self.nodes if may_raise(n))
 
     def __str__(self) -> str:
-        from jitgraph.ir.printer import format_graph
-
         return format_graph(self)
 
 
+
+
+def is_lowered(graph: Graph) -> bool:
+    """Whether ``graph`` is the pipeline's output (fused and memory-planned), what a compiling backend takes."""
+    return graph.memory is not None
 
 
 def may_raise(node: Node) -> bool:
@@ -152,8 +166,6 @@ class GraphBuilder:
         return node
 
     def op(self, name: str, *inputs: Node, regions: Sequence[Graph] = (), **attrs: Any) -> Node:
-        from jitgraph.ir.ops import get_op
-
         definition = get_op(name)
         type_ = definition.infer(tuple(i.type for i in inputs), attrs, tuple(regions))
         node = Node(name, tuple(inputs), type_, attrs, tuple(regions), self.loc)

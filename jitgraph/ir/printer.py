@@ -6,12 +6,14 @@ prints the same text in every process. Tests assert on this text.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import short_dtype
+
+if TYPE_CHECKING:  # the printer reads nodes and graphs but needs neither class at run time (graph.py imports it)
+    from jitgraph.ir.graph import Graph, Node
 
 
 def format_value(value: Any) -> str:

@@ -34,10 +34,6 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
-from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.printer import node_names
-from jitgraph.ir.types import TensorType
 from jitgraph.ir.fusion_groups import (
     EPILOGUE_HEADS,
     FUSIBLE_ELEMENTWISE,
@@ -52,6 +48,10 @@ from jitgraph.ir.fusion_groups import (
     unfused_reasons,
     unsupported_reason,
 )
+from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.printer import node_names
+from jitgraph.ir.types import TensorType
 from jitgraph.passes.manager import register_pass
 
 __all__ = ["EPILOGUE_HEADS", "FUSIBLE_ELEMENTWISE", "FUSIBLE_REDUCTIONS", "KERNEL_DTYPES", "MAX_LEVELS", "GroupInfo",

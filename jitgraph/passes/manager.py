@@ -16,15 +16,14 @@ names replacing :data:`DEFAULT_PIPELINE`) and ``reassociate`` (bool, default Fal
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jitgraph import config
 from jitgraph.errors import PassError, VerifyError
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.printer import format_graph, node_names
@@ -35,14 +34,11 @@ PassFn = Callable[..., Graph]
 PASSES: dict[str, PassFn] = {}
 
 # The pipeline, in order. Simplification first (so later passes see the smallest graph), then layout (which
-# needs transposes next to their consumers), then fusion and memory planning, which the CPU backend provides.
+# needs transposes next to their consumers), then fusion and memory planning: the last two *lower* the graph into
+# what backends compile (``fused`` kernels, and the memory plan attached as ``Graph.memory``).
 DEFAULT_PIPELINE: tuple[str, ...] = (
     "fold_constants", "simplify", "eliminate_common", "eliminate_dead", "layout", "fuse", "plan_memory",
 )
-
-# Passes that live in modules another part of jitgraph provides. Until such a module exists (or if it registers
-# no pass of that name) the pipeline skips the name and says so in the report; any other unknown name is an error.
-OPTIONAL_PASSES: dict[str, str] = {"fuse": "jitgraph.passes.fuse", "plan_memory": "jitgraph.passes.plan_memory"}
 
 _WANTS_OPTIONS: dict[str, bool] = {}
 _perf_log = topic_logger("perf")  # JITGRAPH_LOGS=perf shows every pipeline's pass times
@@ -63,7 +59,6 @@ class PassReport:
     """What the pipeline did, in run order; ``explain`` renders :meth:`format`."""
 
     records: list[PassRecord] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
 
     @property
     def times(self) -> dict[str, float]:
@@ -82,8 +77,6 @@ class PassReport:
         for r in self.records:
             lines.append(f"{r.name:<18} {r.seconds * 1e3:>9.3f} {r.nodes_before:>6} -> {r.nodes_after:<5}")
         lines.append(f"{'total':<18} {self.total_seconds * 1e3:>9.3f}")
-        for name in self.skipped:
-            lines.append(f"{name:<18} (not available: skipped)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -103,35 +96,20 @@ def register_pass(name: str) -> Callable[[PassFn], PassFn]:
     return deco
 
 
-def get_pass(name: str) -> PassFn | None:
-    """The pass registered as ``name``, importing its optional provider on first use; None if it has none."""
-    if name not in PASSES and name in OPTIONAL_PASSES:
-        module = OPTIONAL_PASSES[name]
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise  # the module exists but one of *its* imports is missing: that is a real error
-    return PASSES.get(name)
-
-
-def resolve_pipeline(names: Sequence[str]) -> tuple[list[tuple[str, PassFn]], list[str]]:
-    """The passes to run for ``names`` and the optional names skipped; an unknown name raises PassError."""
-    run, skipped = [], []
+def resolve_pipeline(names: Sequence[str]) -> list[tuple[str, PassFn]]:
+    """The passes to run for ``names``; an unknown name raises PassError."""
+    run = []
     for name in names:
-        fn = get_pass(name)
-        if fn is not None:
-            run.append((name, fn))
-        elif name in OPTIONAL_PASSES:
-            skipped.append(name)
-        else:
+        fn = PASSES.get(name)
+        if fn is None:
             raise PassError(f"unknown pass {name!r} in the pipeline",
                             hint=f"registered passes: {', '.join(sorted(PASSES))}")
-    return run, skipped
+        run.append((name, fn))
+    return run
 
 
 def _dump_names() -> set[str]:
-    raw = os.environ.get("JITGRAPH_DUMP", "")
+    raw = config.env("JITGRAPH_DUMP")
     return {n.strip() for n in raw.split(",") if n.strip()}
 
 
@@ -167,15 +145,20 @@ def _run_one(name: str, fn: PassFn, graph: Graph, options: Mapping[str, Any]) ->
 
 
 def run_pipeline(graph: Graph, options: Mapping[str, Any] | None = None) -> tuple[Graph, PassReport]:
-    """Run the pipeline (``options['passes']`` or :data:`DEFAULT_PIPELINE`) over ``graph``."""
+    """Run the pipeline (``options['passes']`` or :data:`DEFAULT_PIPELINE`) over ``graph``.
+
+    With the default pipeline the result is lowered (fused, with its memory plan attached), which is what the
+    compiling backends take; a custom ``passes`` list that leaves out ``plan_memory`` yields a graph they refuse."""
     options = dict(options or {})
-    check = os.environ.get("JITGRAPH_VERIFY") == "1" or bool(options.get("verify"))
+    check = config.env_flag("JITGRAPH_VERIFY") or bool(config.option(options, "verify"))
     dump = _dump_names()
-    names = options.get("passes", DEFAULT_PIPELINE)
-    if isinstance(names, str):  # "simplify,layout", as in JITGRAPH_DUMP
+    names = config.option(options, "passes")
+    if names is None:
+        names = DEFAULT_PIPELINE
+    elif isinstance(names, str):  # "simplify,layout", as in JITGRAPH_DUMP
         names = [n.strip() for n in names.split(",") if n.strip()]
-    passes, skipped = resolve_pipeline(tuple(names))
-    report = PassReport(skipped=skipped)
+    passes = resolve_pipeline(tuple(names))
+    report = PassReport()
     if check:
         verify(graph)
     for name, fn in passes:

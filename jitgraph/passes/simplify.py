@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import TensorType
 from jitgraph.passes.fold_constants import FOLD
@@ -168,7 +169,7 @@ def _minimise_broadcasts(emit: Emitter, m: Match) -> Node | None:
     if len({t.dtype for t in types}) != 1:
         return None
     exact = types[0].dtype.kind in "biu" and not any(t.weak for t in types)
-    if not (exact or emit.options.get("reassociate", False)):
+    if not (exact or config.option(emit.options, "reassociate")):
         return None
     small = emit.op(root.op, s1, s2)
     if small.tensor_type.size >= root.tensor_type.size:

@@ -10,9 +10,9 @@ from helpers_cpu import check_against_eager, cpu_compile
 
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir import GraphBuilder, TensorType
+from jitgraph.ir.fusion_groups import FUSIBLE_ELEMENTWISE
 from jitgraph.ir.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 from jitgraph.passes.fuse import fuse_graph
-from jitgraph.ir.fusion_groups import FUSIBLE_ELEMENTWISE
 
 UNARY = sorted(set(UNARY_UFUNCS) & FUSIBLE_ELEMENTWISE) + ["copy"]
 BINARY = sorted(set(BINARY_UFUNCS) & FUSIBLE_ELEMENTWISE - {"power"})

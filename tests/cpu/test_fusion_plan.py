@@ -13,9 +13,9 @@ import pytest
 
 from jitgraph.backends import eager
 from jitgraph.ir import GraphBuilder, TensorType, verify
-from jitgraph.passes.fuse import fuse_graph
 from jitgraph.ir.fusion_groups import FUSIBLE_ELEMENTWISE, group_info, unfused_reasons
-from jitgraph.passes.manager import get_pass
+from jitgraph.passes.fuse import fuse_graph
+from jitgraph.passes.manager import PASSES
 
 GOLDEN_SOFTMAX = '''\
 %0 = input[x] : f32[8,16]
@@ -202,8 +202,8 @@ def test_fused_graph_runs_eagerly_like_the_original(make):
 
 def test_fuse_is_registered_and_idempotent():
     graph = graphs.softmax()
-    once = get_pass("fuse")(graph)
-    assert get_pass("fuse")(once) is once
+    once = PASSES["fuse"](graph)
+    assert PASSES["fuse"](once) is once
 
 
 def test_softmax_levels_and_maps():

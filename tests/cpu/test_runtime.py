@@ -142,8 +142,6 @@ def test_memory_plan_chain_of_ten_intermediates():
     """Ten unfusible ops in a chain: each buffer dies after its reader, so the call peaks near two buffers."""
     import tracemalloc
 
-    from jitgraph.passes.plan_memory import memory_plan
-
     n = 1 << 18
     b = GraphBuilder()
     x = b.input(TensorType((n,), np.dtype("f8")), "x")
@@ -152,7 +150,7 @@ def test_memory_plan_chain_of_ten_intermediates():
         v = b.op("cbrt", v)  # no kernel emitter: each is its own NumPy call and buffer
     graph = b.build([b.op("sum", v, axis=(0,), keepdims=False)])
     compiled = cpu_compile(graph)
-    plan = memory_plan(compiled.graph)
+    plan = compiled.graph.memory
     assert plan.peak_before == 10 * n * 8 and plan.peak_after == 2 * n * 8
     xs = np.full(n, 2.0)
     compiled([xs])

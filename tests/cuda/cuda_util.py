@@ -16,7 +16,9 @@ from jitgraph.backends.base import get_backend
 from jitgraph.ir import GraphBuilder, TensorType
 from jitgraph.ir.graph import Graph
 from jitgraph.ir.verifier import verify
-from jitgraph.passes.fuse import fuse_graph
+from jitgraph.passes import run_pipeline
+
+LOWER_ONLY = {"passes": ("fuse", "plan_memory")}  # lower as the graph was built: no simplification
 
 
 def t(shape: Sequence[int], dtype: str = "float32") -> TensorType:
@@ -36,7 +38,7 @@ def build(inputs: Sequence[tuple[Sequence[int], str]], fn: Callable[..., Any], m
 
 
 def compile_cuda(graph: Graph) -> Any:
-    fused = fuse_graph(graph)
+    fused, _ = run_pipeline(graph, LOWER_ONLY)
     verify(fused)
     return get_backend("cuda")(fused, {})
 

@@ -198,7 +198,8 @@ def test_outputs_that_alias_a_mutated_argument_keep_their_old_values() -> None:
 def test_device_array_facts_for_the_tracer() -> None:
     from numba import cuda
 
-    from jitgraph.backends.cuda import device_array_facts, device_type_of, is_device_array, runtime
+    from jitgraph.backends.cuda import runtime
+    from jitgraph.device_arrays import device_array_facts, device_type_of, is_device_array
 
     x = np.ones((4, 6), np.float32)
     d = cuda.to_device(x)

@@ -51,10 +51,11 @@ def test_an_unusable_cache_directory_falls_back_to_memory(tmp_path, monkeypatch)
 def test_cache_option_reaches_every_kernel_plan():
     from jitgraph.backends.cuda.backend import compile_graph
     from jitgraph.ir import GraphBuilder, TensorType
+    from jitgraph.passes import run_pipeline
 
     b = GraphBuilder()
     x = b.input(TensorType((8,), np.dtype(np.float32)), "x")
-    graph = b.build([b.op("exp", b.op("negative", x))])
+    graph, _ = run_pipeline(b.build([b.op("exp", b.op("negative", x))]), {"passes": ("fuse", "plan_memory")})
     for cache in (True, False):
         compiled = compile_graph(graph, {"cache": cache})
         assert compiled.plans and all(plan.disk_cache is cache for plan in compiled.plans.values())

@@ -24,7 +24,7 @@ def test_elementwise_w1_chain() -> None:
         "multiply", b.op("tanh", b.op("add", b.op("multiply", x, y), z)), b.const(0.5)), x))
     c = assert_matches_eager(g, [rand((300,), seed=k) for k in range(3)])
     assert _families(c) == ["elementwise"]
-    assert "math.tanh" in next(iter(c.kernel_sources.values()))
+    assert "math.tanh" in next(iter(c.sources.values()))
 
 
 def test_broadcast_row_and_column_operands() -> None:
@@ -163,7 +163,7 @@ def test_softmax_one_row_kernel() -> None:
     x[0, :] = -np.inf
     x[0, 5] = 0.0
     c = assert_matches_eager(g, [x])
-    assert _families(c) == ["row"] and len(c.kernel_sources) == 1
+    assert _families(c) == ["row"] and len(c.sources) == 1
 
 
 def test_layernorm_one_row_kernel_two_levels() -> None:
@@ -175,7 +175,7 @@ def test_layernorm_one_row_kernel_two_levels() -> None:
 
     g = build([((10, 96), "float32"), ((96,), "float32"), ((96,), "float32")], fn)
     c = assert_matches_eager(g, [rand((10, 96)), rand((96,), seed=1), rand((96,), seed=2)], rtol=1e-4, atol=1e-5)
-    assert _families(c) == ["row"] and len(c.kernel_sources) == 1
+    assert _families(c) == ["row"] and len(c.sources) == 1
 
 
 def test_matmul_bias_relu_epilogue_in_store() -> None:
@@ -185,7 +185,7 @@ def test_matmul_bias_relu_epilogue_in_store() -> None:
     g = build([((19, 23), "float32"), ((23, 13), "float32"), ((13,), "float32")], fn)
     c = assert_matches_eager(g, [rand((19, 23)), rand((23, 13), seed=1), rand((13,), seed=2)], rtol=1e-4, atol=1e-5)
     assert _families(c) == ["matmul+epilogue"]
-    src = next(iter(c.kernel_sources.values()))
+    src = next(iter(c.sources.values()))
     assert "cuda.shared.array" in src and "jg_maximum" in src
 
 
@@ -205,7 +205,7 @@ def test_kernels_are_shared_between_compiles() -> None:
     a, b = compile_cuda(g), compile_cuda(g)
     assert_matches_eager(g, [rand((64,))], a)
     assert_matches_eager(g, [rand((64,), seed=1)], b)
-    assert a.kernel_sources == b.kernel_sources
+    assert a.sources == b.sources
 
 
 def test_column_family_with_full_shape_output() -> None:
@@ -246,7 +246,7 @@ def test_kernel_source_is_registered_in_linecache() -> None:
 
     g = build([((40,), "float32")], lambda b, x: b.op("tanh", b.op("multiply", x, x)))
     c = compile_cuda(g)
-    ((name, source),) = c.kernel_sources.items()
+    ((name, source),) = c.sources.items()
     kernel = compiler.kernel_from_source(name, source)
     filename = kernel.py_func.__code__.co_filename
     assert name in filename and "".join(linecache.getlines(filename)) == source

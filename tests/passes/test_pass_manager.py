@@ -8,6 +8,7 @@ from passes_helpers import build, f32, golden
 
 from jitgraph.errors import PassError
 from jitgraph.ir import Graph, Node
+from jitgraph.ir.graph import is_lowered
 from jitgraph.passes import DEFAULT_PIPELINE, PassReport, manager, register_pass, run_pipeline
 
 
@@ -52,20 +53,25 @@ def test_registered_pass_runs_with_or_without_options(scratch_passes) -> None:
     assert [r.name for r in report.records] == ["record_plain", "record_options"]
 
 
-def test_unknown_pass_is_an_error_but_missing_optional_pass_is_skipped(monkeypatch) -> None:
+def test_unknown_pass_is_an_error() -> None:
     with pytest.raises(PassError, match="unknown pass 'no_such_pass'"):
         run_pipeline(small_graph(), {"passes": ("simplify", "no_such_pass")})
-    monkeypatch.setitem(manager.OPTIONAL_PASSES, "not_written_yet", "jitgraph.passes.not_written_yet")
-    _, report = run_pipeline(small_graph(), {"passes": ("not_written_yet", "simplify")})
-    assert report.skipped == ["not_written_yet"] and [r.name for r in report.records] == ["simplify"]
-    assert "not_written_yet" in report.format() and "skipped" in report.format()
+
+
+def test_default_pipeline_lowers_the_graph() -> None:
+    """The default pipeline's output carries its memory plan (what backends take); a custom list without
+    ``plan_memory`` does not."""
+    lowered, _ = run_pipeline(small_graph())
+    assert is_lowered(lowered) and lowered.memory is not None
+    simplified, _ = run_pipeline(small_graph(), {"passes": ("simplify",)})
+    assert not is_lowered(simplified)
 
 
 def test_report_times_every_pass() -> None:
     graph = small_graph()
     _, report = run_pipeline(graph)
     names = [r.name for r in report.records]
-    assert names == [n for n in DEFAULT_PIPELINE if n not in report.skipped]
+    assert names == list(DEFAULT_PIPELINE)
     assert all(r.seconds >= 0 for r in report.records)
     assert report.times.keys() == set(names) and report.total_seconds == pytest.approx(sum(report.times.values()))
     text = str(report)

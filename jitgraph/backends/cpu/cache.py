@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import importlib.metadata
 import importlib.util
 import itertools
 import linecache
@@ -31,29 +32,36 @@ import types
 from functools import cache as memoize
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numba
 
-import jitgraph
+from jitgraph import config
 
 _counter = itertools.count()
 STATS = {"modules_written": 0, "modules_loaded": 0, "compiled": 0, "cache_hits": 0}
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("JITGRAPH_CACHE_DIR")
+    root = config.env("JITGRAPH_CACHE_DIR")
     if root:
         return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = config.env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "jitgraph"
+
+
+def _jitgraph_version() -> str:
+    """The installed jitgraph's version (read from its metadata: this module sits below the package's top)."""
+    try:
+        return importlib.metadata.version("jitgraph")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
 
 
 @memoize
 def _environment_fingerprint() -> str:
     """Everything besides the kernel text that the compiled code depends on."""
-    import llvmlite.binding as llvm
-
     here = Path(__file__).parent
-    parts = [jitgraph.__version__, numba.__version__, sys.version, llvm.get_host_cpu_name(),
+    parts = [_jitgraph_version(), numba.__version__, sys.version, llvm.get_host_cpu_name(),
              llvm.get_host_cpu_features().flatten()]
     # The modules generated kernels import (their helpers are compiled into the cached code): every one of them.
     imported = [here / "helpers.py", *sorted(here.glob("mathlib*.py")), here.parent / "scalar_semantics.py",

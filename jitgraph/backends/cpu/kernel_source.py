@@ -29,13 +29,11 @@ from jitgraph.backends.cpu import column_sweep, row_prefetch, streaming, sweep_h
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.ops.cost import worth_keeping
 from jitgraph.ir.printer import format_value, node_names
 
 LANES = 8  # independent accumulators per reduction: one AVX2 vector of float32, two of float64
 BLOCK = 256  # elements per block of a reduction sweep (its buffers stay in L1)
-_COSTLY = frozenset({"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "power", "sinh", "cosh",
-                     "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
-                     "logaddexp", "arctan2", "hypot", "divide", "sqrt"})
 
 
 @dataclass(frozen=True)
@@ -170,7 +168,7 @@ class _Emit:
     def source(self) -> list[str]:
         spec = self.spec
         sizes = [f"n{d}" for d in range(spec.rank)]
-        # An output written in place through an input's own argument (see launch.GroupKernel._aliases) is no
+        # An output written in place through an input's own argument (see launch.GroupKernel._store_through) is no
         # parameter of its own.
         inputs = {a.name for a in spec.arrays}
         params = ["lo", "hi", *sizes, *(a.name for a in spec.arrays), *(s for s, _ in spec.scalars),
@@ -449,7 +447,7 @@ class _Emit:
         swept = self._closure([r.inputs[0] for r in reds])
         final = self._closure(finals)
         keep = [n for n in self.spec.body.nodes if n in swept and n in final and not self.operand(n)
-                and n.op in _COSTLY and all(u in final or u in swept for u in [n])]
+                and worth_keeping(n.op) and all(u in final or u in swept for u in [n])]
         # Only the outermost costly values: what they are computed from need not be kept too.
         return [n for n in keep if not any(n in self._closure([k]) and k is not n for k in keep)]
 

@@ -19,19 +19,20 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.backends.cpu import blas, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
+from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.backends.cpu.threads import parallel_threshold
+from jitgraph.ir.fusion_groups import GroupInfo, group_info
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.fusion_groups import GroupInfo, group_info
+from jitgraph.ir.ops.cost import math_bound
+from jitgraph.progress import compiling
 
-TRANSCENDENTAL = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "power", "sinh", "cosh",
-                  "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "exp2", "log2", "log10",
-                  "arctan2", "hypot", "logaddexp", "floor_divide", "remainder", "fmod"}
 _launch_ids = itertools.count()
 _kernel_log = logging.getLogger("jitgraph.kernels")  # JITGRAPH_LOGS=kernels
 _perf_log = logging.getLogger("jitgraph.perf")
@@ -39,13 +40,7 @@ COMPILE_LOG: list[tuple[str, float]] = []  # (kernel name, seconds) of every fir
 
 
 def _math_table(option: str) -> dict | None:
-    if option != "fast":
-        return None
-    try:
-        from jitgraph.backends.cpu.mathlib import VECTOR_MATH
-    except ImportError:
-        return None
-    return dict(VECTOR_MATH)
+    return dict(VECTOR_MATH) if option == "fast" else None
 
 
 @dataclass
@@ -65,9 +60,9 @@ class GroupKernel:
         self.name: str = node.attrs["name"]
         (self.body,) = node.regions
         self.info: GroupInfo = group_info(node)
-        self.use_cache = bool(options.get("cache", True))
-        self.reuse_outputs = bool(options.get("reuse_outputs", True))
-        self.math = options.get("math", "fast")
+        self.use_cache = bool(config.option(options, "cache"))
+        self.reuse_outputs = bool(config.option(options, "reuse_outputs"))
+        self.math = config.option(options, "math")
         self.math_table = _math_table(self.math)
         self.head = next((n for n in self.body.nodes if n.op in ("matmul", "dot")), None)
         self.inputs = list(self.body.inputs)
@@ -84,7 +79,7 @@ class GroupKernel:
         self.array_operands = sorted({self.input_index[v] for v, _ in self.uses if v is not self.head})
         self.kernel_outputs = [o for o in self.body.outputs if o is not self.head]
         self.out_walks = [self._walks(self.info.amap[o], d) for o in self.kernel_outputs]
-        cost = sum(4 if n.op in TRANSCENDENTAL else 1 for n in self.info.amap) + len(self.uses)
+        cost = sum(4 if math_bound(n.op) else 1 for n in self.info.amap) + len(self.uses)
         passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
         self.threshold = parallel_threshold(cost * passes)
         self.launches: dict[Any, Launch] = {}
@@ -92,6 +87,7 @@ class GroupKernel:
         self.prod_output = next((k for k, o in enumerate(self.kernel_outputs) if self.head is not None and o in
                                  self.full and o.type.dtype == self.head.type.dtype), None)
         self.modules: dict[Any, Any] = {}
+        self.source = ""  # the module source of the latest specialisation built (empty until the first call)
         self.times: dict[str, float] = {"codegen": 0.0, "numba": 0.0}  # summed over specialisations
         # ``C -= s * (A @ B)`` written into C: one BLAS gemm with beta = 1 and no kernel (see blas.py).
         self.update = blas.update_form(self.body, self.head) if self.math == "fast" else None
@@ -190,7 +186,7 @@ class GroupKernel:
         # Per output, the buffer it may be written into (an operand's, or the BLAS product's), else None: fresh.
         targets = [self._inplace_source(k, o, inplace, operands, (s[0], s[1], s[3]))
                    for k, (o, s) in enumerate(zip(self.kernel_outputs, out_specs))]
-        alias = self._aliases(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
+        alias = self._store_through(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
         stream = self._streamed(operands, targets, alias)
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
                tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream)
@@ -208,9 +204,12 @@ class GroupKernel:
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return Launch(kernel, ns["run"], source)
 
-    def _aliases(self, operands: Sequence[Any], inplace: Mapping[int, int], targets: list[str | None], views: list,
-                 outs: list, arg_walks: list, out_walks: list) -> dict[int, int]:
+    def _store_through(self, operands: Sequence[Any], inplace: Mapping[int, int], targets: list[str | None],
+                       views: list, outs: list, arg_walks: list, out_walks: list) -> dict[int, int]:
         """Outputs to write through the kernel's own argument for the input they overwrite: output k -> array use u.
+
+        Which outputs go into a caller's buffer at all is the in-place planner's decision
+        (:mod:`jitgraph.backends.inplace`, handed in as ``inplace``); this only picks the parameter to store through.
 
         An in-place update passed as a separate output parameter is the same memory as an input parameter, and
         LLVM's runtime alias check then sends the loop to its scalar version (an Adam step ran 2.6x slower). Storing
@@ -247,7 +246,7 @@ class GroupKernel:
         moved += sum(math.prod(o.type.shape) * o.type.dtype.itemsize for o in self.kernel_outputs)
         # A kernel with transcendental math per element is bound by it, not by memory: its stores overlap the math
         # and streaming them gained nothing (row softmax over (4096, 1024): 3.7 ms plain, 3.9 ms streamed).
-        if not fresh or any(n.op in TRANSCENDENTAL for n in self.full) or not streaming.worth_streaming(moved):
+        if not fresh or any(math_bound(n.op) for n in self.full) or not streaming.worth_streaming(moved):
             return frozenset()
         return frozenset(f"o{k}" for k in fresh)
 
@@ -285,8 +284,6 @@ class GroupKernel:
         launch = self.launches.get(key)
         if launch is not None:
             return launch.run(operands)
-        from jitgraph.progress import compiling
-
         planned = time.perf_counter()
         with compiling(f"kernel {self.name}"):  # a spinner on a terminal when this takes over ~0.5 s
             launch = self._plan(operands, dict(inplace))

@@ -13,7 +13,7 @@ tracebacks. One statement per top-level node::
 Kernels are :class:`~jitgraph.backends.cpu.launch.GroupKernel` objects; nodes without a kernel run their NumPy
 reference implementation (shape ops therefore stay NumPy views; ``matmul`` of a transposed view passes BLAS its
 trans flag). Mutations of caller inputs are written by the kernel straight into the caller's buffer when that is
-safe (see :func:`_inplace_plan`); otherwise the value is copied in at the end, as the eager interpreter does.
+safe (planned by :mod:`jitgraph.backends.inplace`); otherwise the value is copied in at the end, as the eager interpreter does.
 """
 
 from __future__ import annotations
@@ -25,83 +25,88 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cpu.launch import GroupKernel
+from jitgraph.backends.inplace import plan_inplace
+from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
+from jitgraph.ir.memory import MemoryPlan
 from jitgraph.ir.ops import OPS
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
-from jitgraph.passes.fuse import fuse_graph
-from jitgraph.ir.fusion_groups import unfused_reasons
-from jitgraph.passes.plan_memory import _is_view, memory_plan
 
 _ids = itertools.count()
+_DRIVER_TITLE = "driver (calls the kernels, BLAS and NumPy in order)"
 
 
-def _aliases(graph: Graph, node: Node) -> set[Node]:
-    """``node`` and every view of it (transitively)."""
-    out = {node}
-    for n in graph.nodes:
-        if n.inputs and n.inputs[0] in out and n.op not in ("input", "const", "fused") and _is_view(n):
-            out.add(n)
-    return out
+def _kernel_writes(graph: Graph) -> dict[Node, dict[int, int]]:
+    """For each fused node, ``{kernel output k: operand j}``: outputs written straight into the caller's buffer
+    that is the kernel's operand ``j`` (planned by :mod:`jitgraph.backends.inplace`).
 
-
-def _inplace_plan(graph: Graph) -> dict[Node, dict[int, int]]:
-    """For each fused node, ``{kernel output k: operand j}`` writes that go straight into a caller buffer.
-
-    Safe when the caller's array is an operand of that kernel, every other reader of it (or of a view of it) runs
-    no later than the kernel, and no view of it escapes. Callers' arrays that overlap each other are detected at
-    call time (the driver then falls back to copying).
+    The CPU kernels may write an output over an operand they read (each sweep reads an element before the write
+    sweep stores over it, and the launch checks the views line up exactly), but not over the BLAS product of a
+    matmul epilogue, and only an operand of the kernel itself (its argument is what the kernel stores through).
     """
-    position = {n: k for k, n in enumerate(graph.nodes)}
-    roots = set(graph.outputs)
-    producer: dict[Node, tuple[Node, int]] = {}
-    for n in graph.nodes:
-        if n.op == "fused":
-            producer[n] = (n, 0)
-        elif n.op == "tuple_get" and n.inputs[0].op == "fused":
-            producer[n] = (n.inputs[0], n.attrs["index"])
+
+    def kernel_ok(node: Node, k: int, target: Node) -> bool:
+        if node.op != "fused" or target not in node.inputs:
+            return False
+        return node.regions[0].outputs[k] is not _head(node)
+
     plan: dict[Node, dict[int, int]] = {}
-    for index, value in graph.mutations:
-        if value not in producer:
-            continue
-        fused, out_index = producer[value]
-        target = graph.inputs[index]
-        if target not in fused.inputs:
-            continue
-        aliases = _aliases(graph, target)
-        if aliases & roots or any(a is not target and a in fused.inputs for a in aliases):
-            continue  # escapes, or the kernel also reads it through a view (other elements than it writes)
-        readers = [n for n in graph.nodes if any(i in aliases for i in n.inputs) and n not in aliases]
-        if any(position[r] > position[fused] for r in readers):
-            continue
-        body = fused.regions[0]
-        head = next((n for n in body.nodes if n.op in ("matmul", "dot")), None)
+    for write in plan_inplace(graph, kernel_ok):
+        body = write.node.regions[0]
+        head = _head(write.node)
         kernel_outputs = [o for o in body.outputs if o is not head]
-        out_node = body.outputs[out_index]
-        if out_node is head:
-            continue
-        plan.setdefault(fused, {})[kernel_outputs.index(out_node)] = fused.inputs.index(target)
+        target = graph.inputs[write.argument]
+        plan.setdefault(write.node, {})[kernel_outputs.index(body.outputs[write.output])] = \
+            write.node.inputs.index(target)
     return plan
 
 
+def _head(fused: Node) -> Node | None:
+    """The BLAS product a matmul-epilogue kernel starts from (None for other kernels)."""
+    return next((n for n in fused.regions[0].nodes if n.op in EPILOGUE_HEADS), None)
+
+
 class CpuCompiled:
-    """A graph compiled for the CPU backend; call it with the flat argument list."""
+    """A lowered graph compiled for the CPU backend; call it with the flat argument list.
+
+    The graph must come from the pass pipeline (``jitgraph.passes.run_pipeline``): its ``fused`` nodes are the
+    kernels and its memory plan says where the driver drops each intermediate. The backend runs no pass itself.
+    """
 
     def __init__(self, graph: Graph, options: Mapping[str, Any]) -> None:
-        if not any(n.op == "fused" for n in graph.nodes):
-            graph = fuse_graph(graph)
         self.graph = graph
         self.options = dict(options)
-        self.memory = memory_plan(graph)
+        self.memory: MemoryPlan = require_lowered(graph, "cpu")
         self.kernels = {n: GroupKernel(n, options) for n in graph.nodes if n.op == "fused"}
         self.numpy_nodes = unfused_reasons(graph)
-        self.inplace = _inplace_plan(graph)
+        self.inplace = _kernel_writes(graph)
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
         self._array_args = [k for k, n in enumerate(graph.inputs) if isinstance(n.type, TensorType) and
                             not n.type.weak and n.type.shape != ()]
+
+    # -- the CompiledGraph protocol ------------------------------------------------------------------------------
+    def kernel_sources(self) -> list[KernelSource]:
+        """Each fused kernel's module source (empty until its first call builds it), then the driver."""
+        out = [KernelSource(f"kernel {k.name}", k.source) if k.source else
+               KernelSource(f"kernel {k.name}", "", "not generated yet: it is built on its first call")
+               for k in self.kernels.values()]
+        out.append(KernelSource(_DRIVER_TITLE, self.driver_source))
+        return out
+
+    def regions(self) -> list[Any]:
+        return []  # graphs with control-flow regions go to the loop driver (backends/cpu/scalar)
+
+    def compile_times(self) -> dict[str, float]:
+        """Code generation and Numba seconds of the kernels built so far (they are built on first call)."""
+        return {phase: sum(k.times[phase] for k in self.kernels.values()) for phase in ("codegen", "numba")}
+
+    def fallback_reason(self) -> str | None:
+        return None
 
     def explain(self) -> str:
         """Kernels with their cut reasons, nodes left to NumPy and why, in-place writes, memory plan."""

@@ -25,6 +25,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from jitgraph import config
+
 # Serial work (elements x cost units) above which splitting pays back the ~80 us launch. Measured with a ReLU
 # kernel (3 cost units: load, compare, store): serial 20 us / parallel 94 us at 1e5 elements, 53 / 125 us at 3e5,
 # 5.9 / 4.2 ms at 1e7; the curves cross near 1e6 elements, i.e. 3e6 cost units.
@@ -37,7 +39,7 @@ _lock = threading.Lock()
 
 def workers() -> int:
     """Threads a launch may use: ``JITGRAPH_NUM_THREADS``, else the CPUs this process may run on."""
-    env = os.environ.get("JITGRAPH_NUM_THREADS")
+    env = config.env("JITGRAPH_NUM_THREADS")
     if env:
         return max(1, int(env))
     try:
@@ -67,6 +69,3 @@ def parallel_threshold(cost_per_element: int) -> int:
         return 1 << 62
     return max(PARALLEL_WORK // max(cost_per_element, 1), 4096)
 
-
-def configure() -> None:
-    """Kept for callers that set up threading before compiling; the pool starts lazily on first use."""

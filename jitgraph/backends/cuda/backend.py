@@ -23,18 +23,20 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.backends import eager
+from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cuda import compiler, runtime
 from jitgraph.backends.cuda.plan import GroupPlan, make_plan
 from jitgraph.backends.cuda.plan import run as run_plan
 from jitgraph.backends.cuda.writer import Writer
+from jitgraph.backends.inplace import plan_inplace, whole_assignment
+from jitgraph.ir.fusion_groups import unsupported_reason
 from jitgraph.ir.graph import Graph, GraphBuilder, Node
-from jitgraph.ir.ops import OPS, is_view_node
+from jitgraph.ir.ops import OPS
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
-from jitgraph.passes.fuse import fuse_graph
-from jitgraph.ir.fusion_groups import unsupported_reason
 
 TRANSFER_NOTE = ("host NumPy arguments are copied to the device on every call and results copied back; pass "
                  "numba.cuda device arrays to keep data resident")
@@ -164,15 +166,39 @@ class CudaCompiledGraph:
         return "\n".join(lines)
 
     @property
-    def kernel_sources(self) -> dict[str, str]:
+    def sources(self) -> dict[str, str]:
+        """Kernel name -> generated source, of every kernel built so far."""
         return {launch.source.name: launch.source.source for plan in self.plans.values()
                 for launches in plan.variants.values() for launch in launches}
 
+    # ---- the CompiledGraph protocol ------------------------------------------------------------------------------
+    def kernel_sources(self) -> list[KernelSource]:
+        """Every CUDA kernel's source, in plan order (variants for device-array scalars appear once built)."""
+        return [KernelSource(f"CUDA kernel {name}", source) for name, source in self.sources.items()]
+
+    def regions(self) -> list[Any]:
+        return []  # control-flow regions run on the host through their NumPy implementation
+
+    def compile_times(self) -> dict[str, float]:
+        return {"codegen": 0.0, "numba": 0.0}  # kernels are generated at compile time, jitted on first launch
+
+    def fallback_reason(self) -> str | None:
+        return None
+
+
+def require() -> None:
+    """Raise BackendError unless kernels can run: numba-cuda importable, and a GPU or the simulator."""
+    runtime.require_cuda()
+
+
+def compile(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
+    """Compile a lowered graph (the pipeline's output) for ``backend="cuda"``."""
+    return compile_graph(graph, options)
+
 
 def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
-    if not any(n.op == "fused" for n in graph.nodes):
-        graph = fuse_graph(graph)
-    disk_cache = bool(options.get("cache", True))
+    require_lowered(graph, "cuda")
+    disk_cache = bool(config.option(options, "cache"))
     plans = {n: make_plan(n, disk_cache) for n in graph.nodes if n.op == "fused"}
     names = node_names(graph)
     for n in graph.nodes:
@@ -218,42 +244,22 @@ def _one_node_group(node: Node, name: str) -> Node:
 
 # ---- in-place writes -------------------------------------------------------------------------------------------
 def _direct_writes(graph: Graph, plans: dict[Node, GroupPlan]) -> dict[tuple[Node, int], int]:
-    """Mutations that a kernel can write straight into the caller's buffer.
+    """Mutations that a kernel writes straight into the caller's buffer: ``(node, output) -> argument``.
 
-    Safe when the kernel reads the target only at the element it writes, by the thread that writes it (row and
+    The graph-level rules are :mod:`jitgraph.backends.inplace`'s. What a CUDA kernel adds: the node runs as a kernel
+    (not on the host), and it reads the target only at the element it writes, by the thread that writes it (row and
     column kernels finish their reduction sweeps over a row before its write sweep; the stages of a two-stage
-    reduction are separate launches), nothing after the kernel reads the old value (or a view of it), the value
-    is not also returned, and no other mutation targets the same input.
+    reduction are separate launches). ``x[...] = v`` runs outside kernels here, so the kernel computing ``v`` may
+    write it into ``x`` directly.
     """
-    order = {n: k for k, n in enumerate(graph.nodes)}
-    users = graph.users()
-    counts: dict[int, int] = {}
-    for i, _ in graph.mutations:
-        counts[i] = counts.get(i, 0) + 1
-    out: dict[tuple[Node, int], int] = {}
-    for i, value in graph.mutations:
-        through = None
-        if _full_setitem(value) and value.inputs[0] is graph.inputs[i]:
-            through, value = value, value.inputs[1]  # x[...] = v: the new x is v itself
-        fused, k = (value.inputs[0], value.attrs["index"]) if value.op == "tuple_get" else (value, 0)
-        plan = plans.get(fused)
-        if plan is None or plan.host_reason or counts[i] != 1:
-            continue
-        target = graph.inputs[i]
-        if value in graph.outputs or target in graph.outputs or (through is not None and through in graph.outputs):
-            continue
-        if through is not None and any(u is not through for u in users[value] if order[u] > order[fused]
-                                       and u.op != "tuple_get"):
-            continue  # v is read after x[...] = v by another name: keep v's own buffer
-        o = plan.body.outputs[k]
-        if (o.tensor_type.shape, o.tensor_type.dtype) != (target.tensor_type.shape, target.tensor_type.dtype):
-            continue
-        late = [u for u in users[target] if u is not fused and u is not through
-                and (is_view_node(u) or order[u] > order[fused])]
-        if late or not _reads_same_element(plan, target, o, fused):
-            continue
-        out[(fused, k)] = i
-    return out
+
+    def kernel_ok(node: Node, k: int, target: Node) -> bool:
+        plan = plans.get(node)
+        return plan is not None and not plan.host_reason and \
+            _reads_same_element(plan, target, plan.body.outputs[k], node)
+
+    writes = plan_inplace(graph, kernel_ok, through_assignments=True)
+    return {(w.node, w.output): w.argument for w in writes}
 
 
 def _reads_same_element(plan: GroupPlan, target: Node, out: Node, fused: Node) -> bool:
@@ -366,17 +372,8 @@ def _basic_setitem(node: Node) -> bool:
     return len(node.inputs) == 2 and all(isinstance(e, int | slice) or e is Ellipsis for e in node.attrs["spec"])
 
 
-def _full_setitem(node: Node) -> bool:
-    """``x[...] = v`` (or ``x[:] = v``) where ``v`` already has x's shape and dtype: the result *is* ``v``."""
-    if node.op != "setitem" or not _basic_setitem(node):
-        return False
-    whole = all(e is Ellipsis or e == slice(None) for e in node.attrs["spec"])
-    x, v = node.inputs[0].tensor_type, node.inputs[1].tensor_type
-    return whole and (x.shape, x.dtype) == (v.shape, v.dtype)
-
-
 def _device_setitem(node: Node, x: Any, value: Any) -> Any:
-    if _full_setitem(node) and runtime.is_device_array(value):
+    if whole_assignment(node) and runtime.is_device_array(value):
         return value
     result = runtime.empty(x.shape, x.dtype)
     compiler.assign(result, x)

@@ -24,9 +24,9 @@ import numpy as np
 
 from jitgraph.backends.cuda import emitters as em
 from jitgraph.backends.cuda.writer import Writer
+from jitgraph.ir.fusion_groups import GroupInfo
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.fusion_groups import GroupInfo
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def _rounding() -> dict[str, Any]:
     if simulated():
         return {f"jg_{name}_{dt}": getattr(np, name) for name in ("floor", "ceil", "trunc", "rint")
                 for dt in ("float32", "float64")}
-    from numba.cuda import libdevice
+    from numba.cuda import libdevice  # lazy: numba.cuda, imported only when a CUDA kernel is built
 
     out = {}
     for name in ("floor", "ceil", "trunc", "rint"):

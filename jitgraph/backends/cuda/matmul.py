@@ -16,8 +16,8 @@ from jitgraph.backends.cuda import emitters as em
 from jitgraph.backends.cuda.codegen import KernelSource, _scalar_preamble
 from jitgraph.backends.cuda.writer import Writer
 from jitgraph.errors import UnsupportedError
-from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.fusion_groups import GroupInfo
+from jitgraph.ir.graph import Graph, Node
 
 
 def matmul_kernel(name: str, body: Graph, info: GroupInfo, head: Node, leaves: list[Node], outs: list[Node],

@@ -16,8 +16,8 @@ import numpy as np
 from jitgraph.backends.cuda import codegen, compiler, matmul, runtime
 from jitgraph.backends.cuda.codegen import KernelSource
 from jitgraph.errors import UnsupportedError
-from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, GroupInfo, group_info
+from jitgraph.ir.graph import Graph, Node
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.device_arrays import byte_range, is_device_array
 from jitgraph.errors import BackendError
 
 _HINT_INSTALL = "install the CUDA extra: pip install 'jitgraph[cuda]' (it brings numba-cuda)"
@@ -38,7 +39,7 @@ def cuda() -> Any:
         # first kernel compile. The name was an alias of np.vstack; restoring the alias lets those versions work.
         np.row_stack = np.vstack
     try:
-        from numba import cuda as module
+        from numba import cuda as module  # lazy: importing jitgraph must not import numba.cuda
     except ImportError as exc:
         raise BackendError(f"backend='cuda' needs numba-cuda, which could not be imported ({exc})",
                            hint=_HINT_INSTALL) from exc
@@ -134,12 +135,7 @@ def row_block_threads(n_reduce: int, info: DeviceInfo) -> int:
     return threads
 
 
-# ---- arrays ------------------------------------------------------------------------------------------------------
-def is_device_array(value: Any) -> bool:
-    """Device-resident arrays: anything with ``__cuda_array_interface__`` (and the simulator's fake arrays)."""
-    return hasattr(value, "__cuda_array_interface__") or getattr(value, "__cuda_ndarray__", False) is True
-
-
+# ---- arrays (is_device_array and byte_range come from jitgraph.device_arrays, the facts every layer shares) --------
 def as_numba_device(value: Any) -> Any:
     """A Numba view of a foreign device array (CuPy, torch), so kernels and copies accept it; no data moves."""
     module = cuda()
@@ -162,7 +158,7 @@ def transpose(value: Any, axes: tuple[int, ...] | None) -> Any:
     axes = tuple(range(x.ndim))[::-1] if axes is None else tuple(axes)
     if simulated() or x.size == 0:
         return x.transpose(axes)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray  # lazy: numba.cuda, only once a GPU runs
 
     shape = tuple(x.shape[a] for a in axes)
     strides = tuple(x.strides[a] for a in axes)
@@ -255,31 +251,8 @@ def may_share_memory(a: Any, b: Any) -> bool:
     ha, hb = host_array_of(a), host_array_of(b)
     if ha is not None and hb is not None:
         return bool(np.may_share_memory(ha, hb))
-    ra, rb = _byte_range(a), _byte_range(b)
+    ra, rb = byte_range(a), byte_range(b)
     if ra is None or rb is None:
         return a is b
     return ra[0] < rb[1] and rb[0] < ra[1]
 
-
-def _byte_range(value: Any) -> tuple[int, int] | None:
-    try:
-        iface = value.__cuda_array_interface__
-    except AttributeError:
-        return None
-    start = iface["data"][0]
-    itemsize = np.dtype(iface["typestr"]).itemsize
-    shape = iface["shape"]
-    strides = iface.get("strides") or _c_strides(shape, itemsize)
-    if any(s == 0 for s in shape):
-        return (start, start)
-    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
-    return (start + lo, start + hi)
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, acc = [], itemsize
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))

@@ -1,7 +1,8 @@
 """One small graph per CUDA kernel family, for ``scripts/gpu_check.py`` to run on a real GPU (or the simulator).
 
-Each check builds its graph with GraphBuilder (no tracer involved), runs it through the fusion pass and the CUDA
-backend with device-resident arguments, and compares every output and mutated argument with the eager
+Each check builds its graph with GraphBuilder (no tracer involved), lowers it with the caller's ``lower`` (the
+pass pipeline: a backend imports no pass, so the script hands it in), compiles it with the CUDA backend, runs it
+with device-resident arguments, and compares every output and mutated argument with the eager
 interpreter. ``scale`` multiplies the sizes: 1.0 is a few hundred thousand elements, the simulator wants ~0.002.
 """
 
@@ -14,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from jitgraph.backends import eager
+from jitgraph.backends.cuda import runtime
+from jitgraph.backends.cuda.backend import compile_graph
 from jitgraph.ir.graph import Graph, GraphBuilder, Node
 from jitgraph.ir.types import TensorType
 
@@ -96,13 +99,10 @@ def checks(scale: float, seed: int = 0) -> list[Check]:
     return out
 
 
-def run_check(check: Check) -> tuple[bool, float, str]:
-    """(agrees, max relative error, family the backend chose) for one check on device-resident arguments."""
-    from jitgraph.backends.cuda import runtime
-    from jitgraph.backends.cuda.backend import compile_graph
-    from jitgraph.passes.fuse import fuse_graph
-
-    compiled = compile_graph(fuse_graph(check.graph), {})
+def run_check(check: Check, lower: Callable[[Graph], Graph]) -> tuple[bool, float, str]:
+    """(agrees, max relative error, family the backend chose) for one check on device-resident arguments;
+    ``lower`` turns the check's graph into the pipeline's output (``run_pipeline(graph)[0]``)."""
+    compiled = compile_graph(lower(check.graph), {})
     want_args = [a.copy() for a in check.args]
     want = eager.run(check.graph, want_args)
     dev = [runtime.to_device(a) for a in check.args]

@@ -20,11 +20,11 @@ import numpy as np
 
 from jitgraph.backends.cuda import emitters as em
 from jitgraph.errors import UnsupportedError
+from jitgraph.ir.fusion_groups import GroupInfo
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
-from jitgraph.ir.fusion_groups import GroupInfo
 
 
 @dataclass

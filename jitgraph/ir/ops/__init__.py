@@ -4,90 +4,15 @@ The reference implementation is the executable specification. The eager backend 
 compiled backend compares against it. An op's ``kind`` lets passes ask structural questions ("is this
 elementwise?") without knowing op names.
 
-Modules by kind register into :data:`OPS` when this package is imported.
+The table and the :class:`Op` record live in :mod:`jitgraph.ir.optable`; the modules by kind imported below
+register into :data:`OPS` when this package is imported.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from jitgraph.ir.optable import OPS, InferFn, Op, OpKind, define, get_op, is_view_node
 
-from jitgraph.errors import UnsupportedError
-
-
-class OpKind(enum.Enum):
-    ELEMENTWISE = "elementwise"
-    REDUCTION = "reduction"
-    SHAPE = "shape"
-    LINALG = "linalg"
-    INDEXING = "indexing"
-    CREATION = "creation"
-    REGION = "region"
-    SPECIAL = "special"  # input, const, tuple_get
-
-
-InferFn = Callable[[tuple[Any, ...], Mapping[str, Any], tuple[Any, ...]], Any]
-
-
-@dataclass(frozen=True)
-class Op:
-    """One IR primitive.
-
-    ``infer(input_types, attrs, regions) -> type`` raises :class:`~jitgraph.errors.TypeInferenceError` for inputs
-    NumPy would reject. ``impl(*values, **attrs)`` computes the result with NumPy. ``is_view`` says the result
-    *may* alias the first input in NumPy (the tracer uses it to route in-place updates of views to their base);
-    ``view_rule(input_types, attrs)`` refines that per application where NumPy decides by the operands
-    (``x[1:]`` is a view, ``x[idx_array]`` and ``x[1, 2]`` are copies). Ask :meth:`makes_view` or
-    :func:`is_view_node` rather than reading ``is_view`` directly.
-    """
-
-    name: str
-    kind: OpKind
-    infer: InferFn
-    impl: Callable[..., Any] | None
-    is_view: bool = False
-    doc: str = ""
-    view_rule: Callable[[tuple[Any, ...], Mapping[str, Any]], bool] | None = None
-
-    @property
-    def is_elementwise(self) -> bool:
-        return self.kind is OpKind.ELEMENTWISE
-
-    def makes_view(self, input_types: tuple[Any, ...], attrs: Mapping[str, Any]) -> bool:
-        """Whether this application's result aliases its first input in NumPy."""
-        if not self.is_view:
-            return False
-        return True if self.view_rule is None else self.view_rule(input_types, attrs)
-
-
-OPS: dict[str, Op] = {}
-
-
-def define(op: Op) -> Op:
-    if op.name in OPS:
-        raise ValueError(f"op {op.name!r} defined twice")
-    OPS[op.name] = op
-    return op
-
-
-def get_op(name: str) -> Op:
-    try:
-        return OPS[name]
-    except KeyError:
-        raise UnsupportedError(f"no IR op named {name!r}",
-                               hint="add it to the op table in jitgraph/ir/ops/") from None
-
-
-def ops_of_kind(kind: OpKind) -> list[Op]:
-    return [op for op in OPS.values() if op.kind is kind]
-
-
-def is_view_node(node: Any) -> bool:
-    """Whether ``node``'s value aliases its first input in NumPy (an in-place update of it lands in the base)."""
-    return get_op(node.op).makes_view(tuple(i.type for i in node.inputs), node.attrs)
-
+__all__ = ["OPS", "InferFn", "Op", "OpKind", "define", "get_op", "is_view_node"]
 
 # Registration happens on import; the order only affects listing order.
 from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation, region, control  # noqa: F401, I001

@@ -31,6 +31,7 @@ import numpy as np
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import type_error
+from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
 
 INDEX_TYPE = TensorType((), np.dtype(np.int64), weak=True)  # the induction variable: a Python int
@@ -345,8 +346,6 @@ class RegionInfo:
 
 def describe_regions(graph: Graph, parallel: Sequence[Node] = ()) -> list[RegionInfo]:
     """Every region node of ``graph`` (nested ones included) in print order; ``parallel`` = loops made prange."""
-    from jitgraph.ir.printer import node_names
-
     names = node_names(graph)
     out: list[RegionInfo] = []
 

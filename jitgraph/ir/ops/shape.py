@@ -16,10 +16,6 @@ from jitgraph.ir.ops.rules import broadcast, normalize_axes, type_error
 from jitgraph.ir.types import TensorType
 
 
-def _view_layout(t: TensorType, shape: tuple[int, ...]) -> str:
-    return t.layout if t.layout == "C" else "S"
-
-
 def _infer_reshape(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (t,) = types
     shape = tuple(int(d) for d in attrs["shape"])
