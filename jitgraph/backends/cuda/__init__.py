@@ -14,3 +14,5 @@ graph per kernel family for ``scripts/gpu_check.py``). The facts about device ar
 :mod:`jitgraph.device_arrays`.
 """
 
+
+from jitgraph.device_arrays import is_device_array  # noqa: F401 - only for tracer/cache.py until jit/ replaces it
