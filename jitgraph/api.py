@@ -1,23 +1,34 @@
 """The public entry point: ``jitgraph.compile``.
 
 ``@compile`` and ``@compile(backend=..., fullgraph=..., cache_limit=...)`` both work, on functions, on bound
-methods, on methods inside a class body and on callable objects. On a Python whose bytecode the tracer does not
-know, the function is returned as a wrapper that runs eagerly, after one warning.
+methods, on methods inside a class body and on callable objects. Every option is checked against
+:data:`jitgraph.config.OPTIONS` before anything runs: a misspelt one raises ``TypeError`` with a did-you-mean
+instead of silently taking its default. On a Python whose bytecode the tracer does not know, the function is
+returned as a wrapper that runs eagerly, after one warning.
+
+The driver (and the tracer, passes and backends under it) load on the first ``compile``, not at ``import
+jitgraph``: every ``import jitgraph.<layer>`` runs this package's ``__init__`` first, and ``import jitgraph.ir``
+must not pull in the layers above it (tests/test_layers.py). They are found by name in :data:`LAYERS`.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
+import importlib
 import warnings
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
+from jitgraph.config import check_options
 from jitgraph.errors import UnsupportedPythonError
-from jitgraph.tracer.bytecode import check_version
-from jitgraph.tracer.cache import CompiledFunction
 
-log = logging.getLogger("jitgraph")
+LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode"}
+
+
+def layer(name: str) -> ModuleType:
+    """The module of :data:`LAYERS` called ``name``, imported on first use."""
+    return importlib.import_module(LAYERS[name])
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: str | None = None, fullgraph: bool = False,
@@ -30,21 +41,26 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str | None = None,
     arguments compile separately from host ones, need ``backend="cuda"``, and never fall back to eager NumPy: what
     would run eagerly raises a :class:`jitgraph.JitgraphError` instead. ``fullgraph=True``
     raises :class:`jitgraph.GraphBreakError` instead of falling back to eager. ``cache_limit`` is the number of
-    guard sets (shapes, dtypes, flags) compiled for one function before it runs eagerly for good.
+    guard sets (shapes, dtypes, flags) compiled for one function before it runs eagerly for good. The other
+    options (``math=``, ``reuse_outputs=``, ...) are listed in :data:`jitgraph.config.OPTIONS`.
+
+    ``compile(f).trace(*args)`` gives the first stage of a compile (see :mod:`jitgraph.jit.stages`).
     """
+    check_options({"backend": backend, "fullgraph": fullgraph, "cache_limit": cache_limit, **options})
     if fn is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, **options)
     try:
-        check_version()
+        layer("bytecode").check_version()
     except UnsupportedPythonError as exc:
         if fullgraph:
             raise
         warnings.warn(f"{exc.message}; {getattr(fn, '__qualname__', fn)} runs eagerly", RuntimeWarning,
                       stacklevel=2)
         return _eager_wrapper(fn)
-    if isinstance(fn, CompiledFunction):
+    driver = layer("driver")
+    if isinstance(fn, driver.CompiledFunction):
         return fn
-    return CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
+    return driver.CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
 
 
 def _eager_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:

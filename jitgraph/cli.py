@@ -23,6 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from jitgraph.backends.cpu.cache import cache_dir
+from jitgraph.explain import explain
+from jitgraph.inspect.render import render
+from jitgraph.logs import TOPICS
+
 
 class CliError(Exception):
     """A usage problem: printed as one line, exit status 2."""
@@ -96,21 +103,15 @@ def _check_no_arguments_needed(module: Any, qualname: str) -> None:
 
 
 def cmd_explain(ns: argparse.Namespace) -> int:
-    import jitgraph
-
     module, fn, qualname = load_target(ns.target)
     args, kwargs = example_arguments(module, qualname, ns.example)
     options: dict[str, Any] = {}
     if ns.backend:
         options["backend"] = ns.backend
-    result = jitgraph.explain(fn, **options)(*args, **kwargs)
+    result = explain(fn, **options)(*args, **kwargs)
     if ns.plain:
         print(result)
     else:
-        from rich.console import Console
-
-        from jitgraph.inspect import render
-
         Console(width=ns.width).print(render(result, show_kernels=not ns.no_kernels))
     if ns.html:
         result.save_html(ns.html)
@@ -124,7 +125,6 @@ def _cache_files(root: Path) -> list[Path]:
 
 
 def cmd_cache(ns: argparse.Namespace) -> int:
-    from jitgraph.backends.cpu.cache import cache_dir
 
     root = cache_dir()
     files = _cache_files(root)
@@ -144,8 +144,6 @@ def cmd_cache(ns: argparse.Namespace) -> int:
 
 
 def cmd_logs(ns: argparse.Namespace) -> int:
-    from jitgraph.logs import TOPICS
-
     print("JITGRAPH_LOGS=topic,topic,... (or all) turns on logging topics:")
     for name, what in TOPICS.items():
         print(f"  {name:<11} {what}")

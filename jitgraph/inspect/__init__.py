@@ -1,26 +1,23 @@
-"""Inspection views of what jitgraph did: the rich explain view, its HTML export and annotated source.
+"""Inspection of what jitgraph did: the explain data and its views.
 
-``jitgraph.explain(fn)(*args)`` returns an :class:`~jitgraph.explain.ExplainResult`; ``print`` gives plain text,
-``result.show()`` (or rich's ``print``, or Jupyter) gives :func:`render`'s view, ``result.save_html(path)`` writes
-it to a file. :func:`explain_compiled` builds the same result from a compiled function that has already run, which
-is how recompiles become visible.
+Layers inside the package, bottom up: ``result.py`` (:class:`ExplainResult`, plain data with a plain-text
+``__str__``, built by the driver's ``jitgraph.jit.explain_builder``), ``collect.py`` (the facts the views show:
+table rows, fusion groups, kernel sources, phase times), then the views: ``render.py`` (rich), ``html.py``,
+``source_view.py``. Import a view from its module (``from jitgraph.inspect.render import render``).
+
+The views load rich and pygments (~75 ms), so this package imports only the data: ``import jitgraph`` needs
+:class:`ExplainResult`, not its rendering. ``result.show()``, rich's ``print`` and Jupyter load the views on use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jitgraph.inspect.collect import explain_compiled, phase_times
-from jitgraph.inspect.html import save_html, to_html
-from jitgraph.inspect.render import render
+from jitgraph.inspect.result import EntryView, ExplainResult
 
-__all__ = ["explain_compiled", "phase_times", "render", "save_html", "show", "to_html"]
+__all__ = ["EntryView", "ExplainResult", "show"]
 
 
-def show(result: Any, console: Any = None) -> None:
+def show(result: ExplainResult, console: Any = None) -> None:
     """Print the rich view to ``console`` (stdout by default)."""
-    if console is None:
-        from rich.console import Console
-
-        console = Console()
-    console.print(render(result))
+    result.show(console)

@@ -1,15 +1,19 @@
 """What the explain views show, as plain data: rows of graph tables, fusion groups, kernel sources, phase times.
 
-Kept apart from rendering so the same facts feed the rich terminal view, the HTML file and the tests, and so a
-backend that lacks some accessor (the eager backend has no kernels) only leaves a section empty.
+Kept apart from rendering so the same facts feed the rich terminal view, the HTML file and the tests. Everything
+comes from an :class:`~jitgraph.inspect.result.ExplainResult`; compiled graphs are asked only through the backend
+protocol (:class:`jitgraph.backends.base.CompiledGraph`), so a backend with nothing to show (the eager backend
+has no kernels) only leaves a section empty.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
+from jitgraph.backends.base import CompiledGraph, KernelSource
+from jitgraph.inspect.result import EntryView, ExplainResult
+from jitgraph.ir.fusion_groups import unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.printer import format_value, node_names
 
@@ -39,13 +43,6 @@ class FusionGroup:
 
 
 @dataclass
-class KernelSource:
-    title: str
-    source: str
-    note: str = ""
-
-
-@dataclass
 class GraphView:
     """Everything shown for one cache entry that became a graph."""
 
@@ -55,33 +52,6 @@ class GraphView:
     numpy_nodes: list[tuple[str, str, str]]  # (name, op, why NumPy runs it)
     kernels: list[KernelSource]
     times: dict[str, float] = field(default_factory=dict)
-
-
-def explain_compiled(compiled: Any, output: Any = None) -> Any:
-    """An :class:`~jitgraph.explain.ExplainResult` for a compiled function that has already run, covering all of
-    its cache entries: this is how recompiles show up (``explain(fn)(...)`` itself makes one fresh entry)."""
-    from jitgraph.explain import ExplainResult
-
-    entries = list(compiled.entries)
-    traced = [e.traced_graph for e in entries if e.traced_graph is not None and e.mode == "graph"]
-    times: dict[str, float] = {}
-    for e in entries:
-        for k, v in e.times.items():
-            times[k] = times.get(k, 0.0) + v
-    return ExplainResult(
-        graph_count=len(traced), graphs=traced, break_reasons=compiled.break_reasons(),
-        guards=entries[-1].guard_texts if entries else [], compile_times=times, optimized_graphs=compiled.graphs(),
-        pass_reports=[e.pass_report for e in entries if e.pass_report is not None],
-        compiled_graphs=[e.compiled for e in entries if e.compiled is not None], output=output,
-        function=getattr(compiled, "_fn", None), compiled_function=compiled,
-        recompile_reasons=_recompile_reasons(compiled))
-
-
-def _recompile_reasons(compiled: Any) -> list[str]:
-    try:
-        return list(compiled.recompile_reasons(with_site=True))
-    except TypeError:  # an older CompiledFunction without call sites
-        return list(compiled.recompile_reasons())
 
 
 def short_path(filename: str | None) -> str:
@@ -108,11 +78,7 @@ def _attrs(node: Node) -> str:
 
 
 def numpy_reasons(graph: Graph) -> dict[Node, str]:
-    """Why each computing node outside every kernel runs through NumPy (empty when fusion is not available)."""
-    try:
-        from jitgraph.passes.fuse import unfused_reasons
-    except ImportError:
-        return {}
+    """Why each computing node outside every kernel runs through NumPy (empty for a graph without kernels)."""
     if not any(n.op == "fused" for n in graph.nodes):
         return {}
     try:
@@ -188,83 +154,45 @@ def fusion_groups(graph: Graph) -> list[FusionGroup]:
     return groups
 
 
-def kernel_sources(compiled: Any) -> list[KernelSource]:
-    """Generated source of a compiled graph: each fused kernel, the driver, or the loop driver of a region graph."""
-    out: list[KernelSource] = []
+def kernel_sources(compiled: CompiledGraph | None) -> list[KernelSource]:
+    """Generated source of a compiled graph (kernels, driver, loop driver), and a note when it is interpreted."""
     if compiled is None:
-        return out
-    kernels = getattr(compiled, "kernels", None)
-    if isinstance(kernels, dict):
-        for kernel in kernels.values():
-            source = getattr(kernel, "source", None)
-            name = getattr(kernel, "name", "kernel")
-            if source:
-                out.append(KernelSource(f"kernel {name}", source))
-            else:
-                out.append(KernelSource(f"kernel {name}", "", "not generated yet: it is built on its first call"))
-    driver = getattr(compiled, "driver_source", None)
-    if driver:
-        out.append(KernelSource("driver (calls the kernels, BLAS and NumPy in order)", driver))
-    region_source = getattr(compiled, "source", None)
-    if isinstance(region_source, str) and not isinstance(kernels, dict):
-        out.append(KernelSource(f"loop driver {getattr(compiled, 'filename', '')}".strip(), region_source))
-    reason = getattr(compiled, "fallback_reason", None)
+        return []
+    out = list(compiled.kernel_sources())
+    reason = compiled.fallback_reason()
     if reason:
-        out.append(KernelSource("reference interpreter", "", f"the CPU backend could not compile this graph: {reason}"))
+        out.append(KernelSource("reference interpreter", "", f"the backend could not compile this graph: {reason}"))
     return out
 
 
-def backend_times(compiled: Any, backend_seconds: float) -> dict[str, float]:
+def backend_times(compiled: CompiledGraph | None, backend_seconds: float) -> dict[str, float]:
     """Split the backend's time into code generation and Numba. Kernels are built lazily on their first call, so
-    their generation and Numba time (compile or disk-cache load) come from the kernels themselves."""
-    codegen, numba = backend_seconds, 0.0
-    kernels = getattr(compiled, "kernels", None)
-    if isinstance(kernels, dict):
-        for kernel in kernels.values():
-            times = getattr(kernel, "times", {}) or {}
-            codegen += times.get("codegen", 0.0)
-            numba += times.get("numba", 0.0)
-    seconds = getattr(compiled, "compile_seconds", None)
-    if isinstance(seconds, float):  # the region driver compiles eagerly, inside the backend's time
-        numba += seconds
-        codegen = max(codegen - seconds, 0.0)
-    return {"codegen": codegen, "numba": numba}
+    the artifact itself reports the seconds so far; the backend's own time beyond what it reports is code
+    generation (building the driver, planning launches)."""
+    times = compiled.compile_times() if compiled is not None else {}
+    codegen, numba = times.get("codegen", 0.0), times.get("numba", 0.0)
+    return {"codegen": codegen + max(backend_seconds - codegen - numba, 0.0), "numba": numba}
 
 
-def entry_times(entry: Any) -> dict[str, float]:
+def entry_times(entry: EntryView) -> dict[str, float]:
     times = {"trace": entry.times.get("trace", 0.0), "passes": entry.times.get("passes", 0.0)}
     times.update(backend_times(entry.compiled, entry.times.get("backend", 0.0)))
     return times
 
 
-def phase_times(result: Any) -> dict[str, float]:
+def phase_times(result: ExplainResult) -> dict[str, float]:
     """Compile time by phase, summed over the result's cache entries."""
-    compiled = result.compiled_function
     totals = dict.fromkeys(PHASES, 0.0)
-    if compiled is not None:
-        for entry in compiled.entries:
-            for k, v in entry_times(entry).items():
-                totals[k] += v
-        return totals
-    totals["trace"] = result.compile_times.get("trace", 0.0)
-    totals["passes"] = result.compile_times.get("passes", 0.0)
-    backend = result.compile_times.get("backend", 0.0)
-    split = backend_times(result.compiled_graphs[0] if result.compiled_graphs else None, backend)
-    totals.update(split)
+    for entry in result.entries:
+        for k, v in entry_times(entry).items():
+            totals[k] += v
     return totals
 
 
-def graph_views(result: Any) -> list[GraphView]:
-    """One view per compiled cache entry (or per graph when the result has no compiled function)."""
+def graph_views(result: ExplainResult) -> list[GraphView]:
+    """One view per cache entry that compiled a graph."""
     views = []
-    compiled = result.compiled_function
-    if compiled is not None:
-        pairs = [(e.graph, e.compiled, entry_times(e)) for e in compiled.entries if e.graph is not None]
-    else:
-        pairs = [(g, c, {}) for g, c in zip(result.optimized_graphs, result.compiled_graphs + [None] *
-                                             len(result.optimized_graphs))]
-        if not pairs:
-            pairs = [(g, None, {}) for g in result.graphs]
+    pairs = [(e.graph, e.compiled, entry_times(e)) for e in result.entries if e.graph is not None]
     for index, (graph, backend_graph, times) in enumerate(pairs):
         names = node_names(graph)
         numpy_nodes = [(names[n], n.op, why) for n, why in numpy_reasons(graph).items() if n.op != "tuple_get"]
@@ -297,19 +225,16 @@ def compact_guards(texts: list[str]) -> list[str]:
     return out
 
 
-def guard_sets(result: Any) -> list[tuple[str, list[str]]]:
+def guard_sets(result: ExplainResult) -> list[tuple[str, list[str]]]:
     """(title, guard texts) per cache entry; the entry's mode says whether it runs a graph or eagerly."""
-    compiled = result.compiled_function
-    if compiled is None:
-        return [("guards", compact_guards(list(result.guards)))] if result.guards else []
     out = []
-    for k, entry in enumerate(compiled.entries):
+    for k, entry in enumerate(result.entries):
         title = f"entry {k}: " + ("runs the compiled graph" if entry.mode == "graph" else "runs eagerly")
-        out.append((title, compact_guards(list(entry.guard_texts))))
+        out.append((title, compact_guards(list(entry.guards))))
     return out
 
 
-def captured_lines(result: Any) -> dict[str, set[int]]:
+def captured_lines(result: ExplainResult) -> dict[str, set[int]]:
     """filename -> line numbers that produced at least one node of a captured graph (region bodies included)."""
     lines: dict[str, set[int]] = {}
 
@@ -326,11 +251,8 @@ def captured_lines(result: Any) -> dict[str, set[int]]:
     return lines
 
 
-def counts(result: Any) -> dict[str, int]:
-    compiled = result.compiled_function
-    info = compiled.cache_info() if compiled is not None else None
-    fallbacks = info.fallbacks if info is not None else len(result.break_reasons)
-    interpreted = sum(1 for c in result.compiled_graphs if getattr(c, "fallback_reason", None))
+def counts(result: ExplainResult) -> dict[str, int]:
+    interpreted = sum(1 for c in result.compiled_graphs if c.fallback_reason())
     return {"graphs": result.graph_count, "breaks": len(result.break_reasons),
-            "recompiles": len(result.recompile_reasons), "fallbacks": fallbacks, "ops": result.op_count,
+            "recompiles": len(result.recompile_reasons), "fallbacks": result.fallbacks, "ops": result.op_count,
             "interpreted": interpreted}

@@ -8,7 +8,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from jitgraph.tracer.cache import resolve_backend
+from jitgraph.jit import resolve_backend
 from tests.tracer import programs as P
 from tests.tracer.helpers import run_both
 

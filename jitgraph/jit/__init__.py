@@ -1,0 +1,25 @@
+"""The JIT driver: what ``jitgraph.compile`` returns, and the stages of one compile.
+
+Reading order:
+
+* ``stages.py``       ``trace_stage`` -> :class:`Traced` -> ``lower()`` -> :class:`Lowered` -> ``compile()`` ->
+  :class:`Compiled`, as in ``jax.stages``: each stage public and printable.
+* ``function.py``     :class:`CompiledFunction`: dispatch on key and guards, recompiles and their limit, automatic
+  dynamic ints, eager fallback and demotion; a miss compiles through the stages above.
+* ``entries.py``      a cache entry (the stages it was made from) and the hit/miss counters.
+* ``breaks.py``, ``refusals.py``  why a call runs eagerly, and where eager is refused (fullgraph, device arrays).
+* ``backend_choice.py``  which backend; device arrays need cuda.
+* ``explain_builder.py`` the one builder of ``ExplainResult``.
+
+The driver sits above the tracer, the passes and the backends (it calls all three) and below ``jitgraph.api``.
+"""
+
+from jitgraph.jit.backend_choice import resolve_backend
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.call_site import call_site
+from jitgraph.jit.entries import CacheInfo, Entry
+from jitgraph.jit.function import CompiledFunction
+from jitgraph.jit.stages import Compiled, Lowered, Traced
+
+__all__ = ["BreakReason", "CacheInfo", "Compiled", "CompiledFunction", "Entry", "Lowered", "Traced", "call_site",
+           "resolve_backend"]

@@ -1,0 +1,99 @@
+"""What the cache of a compiled function holds: one :class:`Entry` per guard set and the hit/miss counters
+(:class:`CacheInfo`).
+
+An entry keeps the stage objects it was made from (``Traced`` -> ``Lowered`` -> ``Compiled``), so inspection
+reads the very graph, pass report and backend artifact that the dispatch loop runs, not a second compile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitgraph.backends.base import CompiledGraph
+from jitgraph.ir.graph import Graph
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.stages import Compiled, Lowered, Traced, alias_texts
+from jitgraph.tracer.guards import GuardSet
+
+
+@dataclass
+class Entry:
+    """One cache entry, made from the :class:`Traced` of its first call: found by ``key`` and ``check`` (the
+    compiled guards, None when the key says it all) and the aliasing pattern ``alias``. ``mode`` is "graph" (run
+    ``compiled``, rebuild the result with ``build``) or "eager" (call the user's function; ``break_reason`` says
+    why)."""
+
+    traced: Traced
+    mode: str = "eager"
+    lowered: Lowered | None = None
+    stage: Compiled | None = None
+    break_reason: BreakReason | None = None
+    times: dict[str, float] = field(default_factory=dict)
+    # The dispatch loop reads these on every call: plain attributes, copied from the stages.
+    key: tuple = field(init=False)
+    check: Any = field(init=False)
+    alias: tuple | None = field(init=False)
+    compiled: CompiledGraph | None = None
+    build: Any = None
+
+    def __post_init__(self) -> None:
+        self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias
+        self.break_reason = self.break_reason or self.traced.break_reason
+        self.times.setdefault("trace", self.traced.seconds)
+
+    def use(self, lowered: Lowered, stage: Compiled | None) -> None:
+        """Record the lowering (and the backend's artifact, when it compiled): the entry now runs the graph."""
+        self.lowered, self.stage = lowered, stage
+        self.times.update(lowered.times)
+        if stage is not None:
+            self.times["backend"] = stage.seconds
+            self.compiled, self.build, self.mode = stage.artifact, stage.build, "graph"
+
+    @property
+    def guards(self) -> GuardSet:
+        return self.traced.guards
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return self.traced.facts
+
+    @property
+    def leaf_names(self) -> list[str]:
+        return self.traced.leaf_names
+
+    @property
+    def device(self) -> bool:
+        """Some leaf is a GPU array: no eager fallback (NumPy cannot run on device memory)."""
+        return bool(self.traced.device)
+
+    @property
+    def traced_graph(self) -> Graph | None:
+        """The graph as traced (source locations, no passes run), when the trace captured one."""
+        return self.traced.graph
+
+    @property
+    def graph(self) -> Graph | None:
+        """The pipeline's output graph that the backend compiled (None when lowering failed or never ran)."""
+        return self.lowered.graph if self.lowered is not None and self.stage is not None else None
+
+    @property
+    def pass_report(self) -> Any:
+        return self.lowered.report if self.lowered is not None else None
+
+    @property
+    def guard_texts(self) -> list[str]:
+        return self.traced.guard_texts
+
+    def alias_texts_for(self, alias: tuple | None) -> list[str]:
+        """Another aliasing pattern of this entry's leaves in words (why a call with the same key missed)."""
+        return alias_texts(alias, self.leaf_names, self.traced.n_arrays)
+
+
+@dataclass
+class CacheInfo:
+    hits: int = 0
+    misses: int = 0
+    recompiles: int = 0
+    fallbacks: int = 0
+    entries: int = 0

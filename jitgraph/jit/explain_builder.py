@@ -1,0 +1,40 @@
+"""The one place an :class:`~jitgraph.inspect.result.ExplainResult` is built: from the cache entries of a compiled
+function, each holding the stages it was compiled through (``Traced`` -> ``Lowered`` -> ``Compiled``).
+
+``CompiledFunction.explain()`` and ``jitgraph.explain(fn)(*args)`` both come here, so they agree on graph count,
+break reasons and guards by construction, and nothing is traced or compiled a second time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitgraph.inspect.result import EntryView, ExplainResult
+from jitgraph.jit.entries import Entry
+
+
+def entry_view(entry: Entry) -> EntryView:
+    """One cache entry as plain data for the views."""
+    return EntryView(mode=entry.mode, guards=list(entry.guard_texts), traced_graph=entry.traced_graph,
+                     graph=entry.graph, compiled=entry.compiled, pass_report=entry.pass_report,
+                     times=dict(entry.times), break_reason=entry.break_reason)
+
+
+def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: list[str], fallbacks: int,
+                  output: Any = None) -> ExplainResult:
+    """The explain data over ``entries`` (in cache order); compile times are summed over them, the guards shown
+    at the top are the last entry's."""
+    views = [entry_view(e) for e in entries]
+    traced = [v.traced_graph for v in views if v.traced_graph is not None and v.mode == "graph"]
+    times: dict[str, float] = {}
+    for view in views:
+        for k, v in view.times.items():
+            times[k] = times.get(k, 0.0) + v
+    return ExplainResult(
+        graph_count=len(traced), graphs=traced,
+        break_reasons=[v.break_reason for v in views if v.mode == "eager" and v.break_reason is not None],
+        guards=views[-1].guards if views else [], compile_times=times,
+        optimized_graphs=[v.graph for v in views if v.graph is not None],
+        pass_reports=[v.pass_report for v in views if v.pass_report is not None],
+        compiled_graphs=[v.compiled for v in views if v.compiled is not None], output=output, function=function,
+        recompile_reasons=list(recompile_reasons), entries=views, fallbacks=fallbacks)

@@ -1,0 +1,286 @@
+"""The stages of one compile, as in ``jax.stages``: ``trace`` -> :class:`Traced` -> ``lower()`` -> :class:`Lowered`
+-> ``compile()`` -> :class:`Compiled`.
+
+Each stage is a plain object that prints itself, so a user can stop after any step and look::
+
+    traced = jitgraph.compile(f).trace(x, y)   # graph, guards, break reason, side effects
+    lowered = traced.lower()                   # the pass pipeline's output graph and its report
+    compiled = lowered.compile()               # the backend's artifact; compiled(x, y) runs it
+
+``CompiledFunction`` compiles a cache miss through exactly these objects (:func:`trace_stage`, then ``lower()``
+and ``compile()``), and keeps them in its cache entry, so what ``explain`` shows is what runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgraph.backends.base import CompiledGraph, get_backend
+from jitgraph.config import env_flag
+from jitgraph.device_arrays import is_device_array
+from jitgraph.ir.graph import Graph
+from jitgraph.jit.backend_choice import check_device_backend, resolve_backend
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.device_outputs import device_outputs
+from jitgraph.passes import PassReport, run_pipeline
+from jitgraph.tracer import dynamic_ints
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.guards import GuardSet
+from jitgraph.tracer.keys import alias_pattern, describe, diff, guard_texts, make_key
+from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.trace import TraceResult, parameter_names, trace
+
+log = logging.getLogger("jitgraph")
+log_graph = logging.getLogger("jitgraph.graph")
+
+OVERLAP = ("array arguments overlap in memory (views of one array); running eagerly keeps NumPy's exact aliasing "
+           "behaviour")
+
+
+def strict() -> bool:
+    """JITGRAPH_STRICT=1 (set by the test suite) turns internal tracer and backend errors into exceptions."""
+    return env_flag("JITGRAPH_STRICT")
+
+
+@dataclass
+class Traced:
+    """One call traced: the graph (None after a break), its guards, why it broke, what it writes in place.
+
+    ``key`` and ``check`` are how a later call is recognised as the same (the flat argument key, the compiled
+    guards); ``leaves`` are the traced call's flat arguments (the graph's inputs), ``alias`` their aliasing.
+    """
+
+    name: str
+    fn: Any
+    args: tuple
+    kwargs: dict[str, Any]
+    result: TraceResult
+    key: tuple
+    check: Callable[[tuple, dict[str, Any]], list[Any] | None] | None
+    leaves: list[Any]
+    alias: tuple | None
+    device: list[int]
+    facts: dict[str, Any]
+    backend: str
+    options: dict[str, Any]
+    dynamic: frozenset[int | str] = frozenset()
+    brk: GraphBreak | None = None
+
+    @property
+    def graph(self) -> Graph | None:
+        return None if self.brk is not None else self.result.graph
+
+    @property
+    def guards(self) -> GuardSet:
+        return self.result.guards
+
+    @property
+    def break_reason(self) -> BreakReason | None:
+        brk = self.brk
+        return None if brk is None else BreakReason(brk.reason, brk.filename, brk.lineno)
+
+    @property
+    def break_reasons(self) -> list[BreakReason]:
+        reason = self.break_reason
+        return [] if reason is None else [reason]
+
+    @property
+    def side_effects(self) -> list[tuple[str, Any]]:
+        """The graph's mutations: (argument name, value written into it) per array updated in place."""
+        graph = self.graph
+        if graph is None:
+            return []
+        return [(graph.input_names[i] if i < len(graph.input_names) else f"input {i}", value)
+                for i, value in graph.mutations]
+
+    @property
+    def out_spec(self) -> Any:
+        return self.result.out_spec
+
+    @property
+    def seconds(self) -> float:
+        return self.result.seconds
+
+    @property
+    def leaf_names(self) -> list[str]:
+        return list(self.result.extra.get("leaf_names", []))
+
+    @property
+    def n_arrays(self) -> int:
+        return sum(type(v) is np.ndarray for v in self.leaves) + len(self.device)
+
+    @property
+    def guard_texts(self) -> list[str]:
+        """Every guard in words: argument structure, traced guards, aliasing (what ``explain`` lists)."""
+        return (guard_texts(self.facts) + [g.text for g in self.guards.guards]
+                + alias_texts(self.alias, self.leaf_names, self.n_arrays))
+
+    def lower(self) -> Lowered:
+        """Run the pass pipeline. A trace that broke has no graph: this raises GraphBreakError at its line."""
+        reason = self.break_reason
+        if reason is not None:
+            raise reason.error(f"graph break in {self.name}: {reason.reason}",
+                               hint="a graph break has no graph to lower; rewrite this line so the whole function "
+                                    "is captured, or call the compiled function to run this call eagerly")
+        graph = self.result.graph
+        assert graph is not None
+        log_graph.debug("jitgraph: traced graph of %s:\n%s", self.name, graph)
+        start = time.perf_counter()
+        optimised, report = run_pipeline(graph, self.options)
+        return Lowered(self, optimised, report, time.perf_counter() - start)
+
+    def __str__(self) -> str:
+        lines = [f"Traced {self.name} ({self.seconds * 1e3:.2f} ms)"]
+        reason = self.break_reason
+        if reason is not None:
+            lines.append(f"graph break: {reason}")
+            if reason.source_line:
+                lines.append(f"    {reason.source_line}")
+        else:
+            lines.append("graph:")
+            lines.extend("  " + line for line in str(self.graph).splitlines())
+        if self.side_effects:
+            lines.append("side effects (arrays written in place): " + ", ".join(n for n, _ in self.side_effects))
+        if self.guard_texts:
+            lines.append("guards:")
+            lines.extend(f"  {g}" for g in self.guard_texts)
+        return "\n".join(lines)
+
+
+@dataclass
+class Lowered:
+    """The pass pipeline's output for a traced graph (fused, memory-planned), with the pipeline's report."""
+
+    traced: Traced
+    graph: Graph
+    report: PassReport
+    seconds: float
+
+    @property
+    def times(self) -> dict[str, float]:
+        """``passes`` (the whole pipeline) and ``pass:<name>`` for each pass."""
+        return {"passes": self.seconds, **{f"pass:{name}": s for name, s in self.report.times.items()}}
+
+    def compile(self) -> Compiled:
+        """Hand the graph to the backend; the result runs like the user's function."""
+        traced = self.traced
+        start = time.perf_counter()
+        artifact = get_backend(traced.backend)(self.graph, traced.options)
+        seconds = time.perf_counter() - start
+        build = build_output(traced.out_spec, traced.guards.constants, device_outputs(traced.backend, traced.device))
+        return Compiled(self, artifact, build, seconds)
+
+    def __str__(self) -> str:
+        lines = [f"Lowered {self.traced.name} ({self.seconds * 1e3:.2f} ms in the pass pipeline)", "graph:"]
+        lines.extend("  " + line for line in str(self.graph).splitlines())
+        lines.append("passes:")
+        lines.extend("  " + line for line in str(self.report).splitlines())
+        return "\n".join(lines)
+
+
+@dataclass
+class Compiled:
+    """The backend's artifact (a :class:`~jitgraph.backends.base.CompiledGraph`) for one lowered graph. Call it
+    with the same arguments as the user's function: it checks they match the trace and returns the same value."""
+
+    lowered: Lowered
+    artifact: CompiledGraph
+    build: Callable[..., Any]
+    seconds: float
+    times: dict[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        traced = self.lowered.traced
+        self.times = {"trace": traced.seconds, **self.lowered.times, "backend": self.seconds}
+
+    @property
+    def traced(self) -> Traced:
+        return self.lowered.traced
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        traced = self.traced
+        if traced.dynamic:
+            args, kwargs = dynamic_ints.view(args, kwargs, traced.dynamic)
+        leaves: list[Any] = []
+        key = make_key(args, kwargs, leaves)
+        extra = traced.check(args, kwargs) if traced.check is not None else []
+        if key != traced.key or extra is None:
+            changes = diff(traced.facts, describe(args, kwargs, parameter_names(traced.fn, len(args))))
+            raise TypeError(f"{traced.name}: these arguments do not match the traced call"
+                            + (f" ({'; '.join(changes)})" if changes else " (a guard fails)")
+                            + "; trace again for them, or call the compiled function")
+        leaves += extra or []
+        if alias_pattern(leaves) != traced.alias:
+            raise TypeError(f"{traced.name}: the arguments share memory differently from the traced call")
+        return self.build(self.artifact(leaves), leaves, args, kwargs)
+
+    def __str__(self) -> str:
+        lines = [f"Compiled {self.traced.name} (backend {self.traced.backend}, {self.seconds * 1e3:.2f} ms)"]
+        reason = self.artifact.fallback_reason()
+        if reason:
+            lines.append(f"interpreted with NumPy: {reason}")
+        for source in self.artifact.kernel_sources():
+            lines.append(f"{source.title}:" + (f" ({source.note})" if source.note else ""))
+            lines.extend("  " + line for line in source.source.splitlines())
+        note = self.artifact.explain()
+        if note:
+            lines.append("backend:")
+            lines.extend("  " + line for line in note.splitlines())
+        return "\n".join(lines)
+
+
+def alias_texts(alias: tuple | None, leaf_names: list[str], n_arrays: int) -> list[str]:
+    """An aliasing pattern (:func:`jitgraph.tracer.keys.alias_pattern`) in words: ``x is y``, ``a overlaps b``,
+    or that no two arrays share memory."""
+    if not alias:
+        return ["no two array arguments share memory"] if n_arrays > 1 else []
+
+    def name(i: int) -> str:
+        return leaf_names[i] if i < len(leaf_names) else f"leaf {i}"
+
+    return [f"{name(i)} {'is' if kind == 'same' else 'overlaps'} {name(j)}" for kind, i, j in alias]
+
+
+def trace_stage(fn: Any, args: tuple, kwargs: dict[str, Any], *, name: str, backend: str | None,
+                options: dict[str, Any], dynamic: frozenset[int | str] = frozenset(),
+                result: TraceResult | None = None) -> Traced:
+    """Trace one call (``args`` as the graph sees them: dynamic ints already wrapped) into a :class:`Traced`.
+
+    An internal tracer error becomes a break (it raises under JITGRAPH_STRICT=1), as does a call whose array
+    arguments overlap in memory. Device arrays with a host backend raise BackendError here, before anything runs.
+    """
+    leaves: list[Any] = []
+    key = make_key(args, kwargs, leaves)
+    try:
+        result = result or trace(fn, args, kwargs)
+    except Exception as exc:
+        if strict():
+            raise
+        log.warning("jitgraph: internal tracer error in %s (%s: %s); running eagerly", name, type(exc).__name__, exc)
+        result = TraceResult(None, None, GuardSet(), GraphBreak(f"internal tracer error: {exc!r}", None, None), 0)
+    check = result.guards.compile()
+    extra = check(args, kwargs)
+    if extra is None:  # a guard that fails on the very call it was made for: a tracer bug
+        if strict():
+            raise AssertionError("guards fail on the traced call: " + str(result.guards.first_failure(args, kwargs)))
+        result = TraceResult(None, None, result.guards, GraphBreak("guards could not be checked", None, None), 0,
+                             result.seconds)
+        extra = []
+    leaves += extra
+    alias = alias_pattern(leaves)
+    device = [i for i, v in enumerate(leaves) if type(v) is not np.ndarray and is_device_array(v)]
+    check_device_backend(name, backend, device, result.extra.get("leaf_names", []))
+    if not result.guards.guards and not result.guards.extra_inputs:
+        check = None  # nothing beyond the key to check: the dispatch loop skips the call
+    brk = result.breaks
+    if brk is None and alias and any(kind == "overlap" for kind, _, _ in alias):
+        brk = GraphBreak(OVERLAP, None, None)
+    facts = describe(args, kwargs, parameter_names(fn, len(args)))
+    return Traced(name, fn, args, kwargs, result, key, check, leaves, alias, device, facts, resolve_backend(backend),
+                  dict(options), dynamic, brk)
