@@ -32,21 +32,20 @@ class LoweringTable:
 
     def numpy(self, *fns: Any) -> Callable[[Lowering], Lowering]:
         """Decorator: the lowering of the NumPy callables ``fns``."""
-        def deco(lowering: Lowering) -> Lowering:
-            for fn in fns:
-                self.functions[fn] = lowering
-            return lowering
-
-        return deco
+        return _registrar(self.functions, fns)
 
     def method(self, *names: str) -> Callable[[Lowering], Lowering]:
         """Decorator: the lowering of the ndarray methods ``names`` (called with the array first)."""
-        def deco(lowering: Lowering) -> Lowering:
-            for name in names:
-                self.methods[name] = lowering
-            return lowering
+        return _registrar(self.methods, names)
 
-        return deco
+
+def _registrar(table: dict[Any, Lowering], keys: tuple[Any, ...]) -> Callable[[Lowering], Lowering]:
+    def deco(lowering: Lowering) -> Lowering:
+        for key in keys:
+            table[key] = lowering
+        return lowering
+
+    return deco
 
 
 def merge(tables: list[LoweringTable]) -> tuple[dict[Any, Lowering], dict[str, Lowering], dict[str, Lowering]]:
