@@ -1,9 +1,8 @@
 """Loop-heavy scientific kernels: eager Python/NumPy vs jitgraph vs ``numba.njit`` on the same function.
 
 Run ``python benchmarks/loops.py`` (``--quick`` for small sizes). Every kernel is written as plain NumPy/Python.
-The jitgraph column is ``jitgraph.compile`` on the plain function, with the tracer's region hooks
-(``jitgraph.tracer.regions.enable()``) recording loops, data-dependent ifs and whiles as regions; the graph runs
-on the loop code generator (``jitgraph.backends.cpu.scalar``). ``--hand-built`` uses the ``build_*`` graphs below
+The jitgraph column is ``jitgraph.compile`` on the plain function: the tracer records loops, data-dependent ifs
+and whiles as regions, and the graph runs on the loop code generator (``jitgraph.backends.cpu.scalar``). ``--hand-built`` uses the ``build_*`` graphs below
 instead (the IR the tracer produces, written by hand). Every row checks that the three implementations agree
 before timing them.
 """
@@ -314,9 +313,7 @@ def _hand_built(k: Kernel, args: tuple[Any, ...]) -> tuple[Callable[..., Any], f
 
 def _traced(k: Kernel, args: tuple[Any, ...]) -> tuple[Callable[..., Any], float]:
     import jitgraph
-    from jitgraph.tracer import regions
 
-    regions.enable()
     compiled = jitgraph.compile(k.fn)
     started = time.perf_counter()
     compiled(*_copy_args(args))  # the first call traces, optimises and compiles
