@@ -3,25 +3,16 @@
 
 from __future__ import annotations
 
-import importlib
-
 from jitgraph.backends import base
 from jitgraph.errors import BackendError
 
 
 def resolve_backend(name: str | None) -> str:
-    """The backend to use: the named one (its module imported on first use, so it can register itself), else
-    "cpu" once the CPU backend is available, else "eager"."""
-    wanted = name or "cpu"
-    if wanted not in base._BACKENDS:
-        try:  # a backend module registers itself when imported; it is found by name, so imported by name
-            importlib.import_module(f"jitgraph.backends.{wanted}")
-        except ImportError:
-            if name is not None:
-                return name  # get_backend names the known backends in its error
-    if name is None and "cpu" not in base._BACKENDS:
-        return "eager"
-    return wanted
+    """The backend to use: the named one (get_backend names the known ones when it is not), else "cpu" where it
+    is registered, else "eager"."""
+    if name is not None:
+        return name
+    return "cpu" if "cpu" in base._BACKENDS else "eager"
 
 
 def check_device_backend(fn_name: str, requested: str | None, device: list[int], names: list[str]) -> None:
