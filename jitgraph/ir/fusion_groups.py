@@ -79,7 +79,7 @@ class GroupInfo:
     level: dict[Node, int]
 
 
-def _is_scalar_closure(node: Node) -> bool:
+def is_scalar_closure(node: Node) -> bool:
     """0-d values that can be recomputed inside every kernel that reads them."""
     t = node.type
     if not isinstance(t, TensorType) or t.shape != ():
@@ -181,7 +181,7 @@ def group_info(fused: Node) -> GroupInfo:
     (body,) = fused.regions
     members = [n for n in body.nodes if n.op not in ("input", "const")]
     head = next((n for n in members if n.op in EPILOGUE_HEADS), None)
-    computing = [n for n in members if n is not head and not (_is_scalar_closure(n))]
+    computing = [n for n in members if n is not head and not (is_scalar_closure(n))]
     reductions = [n for n in computing if OPS[n.op].kind is OpKind.REDUCTION]
     if reductions:
         domain, raxes = reductions[0].inputs[0].type.shape, tuple(reductions[0].attrs["axis"])
@@ -202,7 +202,7 @@ def unfused_reasons(graph: Graph) -> dict[Node, str]:
         if n.op in ("input", "const", "fused", "tuple_get"):
             continue
         why = unsupported_reason(n)
-        if why is None and _is_scalar_closure(n):
+        if why is None and is_scalar_closure(n):
             why = "0-d value computed once by NumPy (it is copied into kernels that read it)"
         reasons[n] = why or "no other fusible op reads or produces it"
     return reasons

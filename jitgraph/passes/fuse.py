@@ -34,29 +34,14 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from jitgraph.ir.fusion_groups import (
-    EPILOGUE_HEADS,
-    FUSIBLE_ELEMENTWISE,
-    FUSIBLE_REDUCTIONS,
-    KERNEL_DTYPES,
-    MAX_LEVELS,
-    GroupInfo,
-    _is_scalar_closure,
-    analyze,
-    group_info,
-    is_whole_setitem,
-    unfused_reasons,
-    unsupported_reason,
-)
+from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, analyze, is_scalar_closure, unsupported_reason
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
 from jitgraph.passes.manager import register_pass
 
-__all__ = ["EPILOGUE_HEADS", "FUSIBLE_ELEMENTWISE", "FUSIBLE_REDUCTIONS", "KERNEL_DTYPES", "MAX_LEVELS", "GroupInfo",
-           "analyze", "fuse", "fuse_graph", "group_info", "is_whole_setitem", "unfused_reasons",
-           "unsupported_reason"]
+__all__ = ["fuse", "fuse_graph"]
 
 
 @dataclass
@@ -222,7 +207,7 @@ class _Planner:
                 if i in self.group_of:
                     anc.add(self.group_of[i].gid)
             self.anc[node] = anc
-            if node.op in ("input", "const") or _is_scalar_closure(node):
+            if node.op in ("input", "const") or is_scalar_closure(node):
                 continue
             why = unsupported_reason(node) if node.op not in EPILOGUE_HEADS else None
             if node.op in EPILOGUE_HEADS and (node.type.ndim != 2 or node.type.dtype.kind != "f"):
@@ -296,7 +281,7 @@ def fuse_graph(graph: Graph) -> Graph:
                 return inner[v]
             if v.op == "const" and isinstance(v.type, TensorType) and v.type.shape == ():
                 inner[v] = body.add(Node("const", (), v.type, v.attrs, (), v.loc))
-            elif v.op not in ("input", "const") and _is_scalar_closure(v):
+            elif v.op not in ("input", "const") and is_scalar_closure(v):
                 ins = tuple(operand(i) for i in v.inputs)
                 inner[v] = body.add(Node(v.op, ins, v.type, v.attrs, v.regions, v.loc))
             else:
@@ -307,7 +292,7 @@ def fuse_graph(graph: Graph) -> Graph:
         # Body inputs first, then 0-d constants and scalar arithmetic, then members in order.
         externals = [i for m in g.members for i in m.inputs if i not in inside]
         for i in externals:
-            if i.op == "input" or not _is_scalar_closure(i):
+            if i.op == "input" or not is_scalar_closure(i):
                 operand(i)
         for i in externals:
             operand(i)
