@@ -27,6 +27,18 @@ def test_elementwise_w1_chain() -> None:
     assert "math.tanh" in next(iter(c.sources.values()))
 
 
+def test_compiled_graph_answers_the_backend_protocol() -> None:
+    """explain asks the protocol: the CUDA artifact returns its kernel sources (they show in explain)."""
+    from jitgraph.backends.base import CompiledGraph
+
+    g = build([((64,), "float32")] * 2, lambda b, x, y: b.op("tanh", b.op("multiply", x, y)))
+    c = compile_cuda(g)
+    assert isinstance(c, CompiledGraph) and c.fallback_reason() is None and c.regions() == []
+    (source,) = c.kernel_sources()
+    assert source.title.startswith("CUDA kernel") and "math.tanh" in source.source
+    assert set(c.compile_times()) == {"codegen", "numba"}
+
+
 def test_broadcast_row_and_column_operands() -> None:
     def fn(b, x, row, col):
         return b.op("maximum", b.op("subtract", b.op("multiply", x, row), col), b.const(0.0))
