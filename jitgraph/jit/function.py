@@ -185,7 +185,10 @@ class CompiledFunction:
         self._table.setdefault(entry.key, []).append(entry)
         self.entries.append(entry)
         self._info.entries = len(self.entries)
-        return self._run(entry, args, kwargs, user_args, user_kwargs)
+        try:
+            return self._run(entry, args, kwargs, user_args, user_kwargs)
+        finally:
+            entry.traced.release()
 
     def _run_disabled(self, leaves: list[Any], why: str, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
         refuse_eager_on_device(self.name, leaves, why, None, RECOMPILE_HINT)

@@ -54,6 +54,8 @@ class Traced:
 
     ``key`` and ``check`` are how a later call is recognised as the same (the flat argument key, the compiled
     guards); ``leaves`` are the traced call's flat arguments (the graph's inputs), ``alias`` their aliasing.
+    A cache entry keeps its Traced after the call it was made for: :meth:`release` drops that call's arguments
+    then, so the cache does not keep the caller's arrays alive.
     """
 
     name: str
@@ -67,6 +69,7 @@ class Traced:
     alias: tuple | None
     device: list[int]
     facts: dict[str, Any]
+    n_arrays: int
     backend: str
     options: dict[str, Any]
     dynamic: frozenset[int | str] = frozenset()
@@ -111,9 +114,9 @@ class Traced:
     def leaf_names(self) -> list[str]:
         return list(self.result.extra.get("leaf_names", []))
 
-    @property
-    def n_arrays(self) -> int:
-        return sum(type(v) is np.ndarray for v in self.leaves) + len(self.device)
+    def release(self) -> None:
+        """Forget the traced call's arguments (what it needs to recognise and run later calls stays)."""
+        self.args, self.kwargs, self.leaves = (), {}, []
 
     @property
     def guard_texts(self) -> list[str]:
@@ -282,5 +285,6 @@ def trace_stage(fn: Any, args: tuple, kwargs: dict[str, Any], *, name: str, back
     if brk is None and alias and any(kind == "overlap" for kind, _, _ in alias):
         brk = GraphBreak(OVERLAP, None, None)
     facts = describe(args, kwargs, parameter_names(fn, len(args)))
-    return Traced(name, fn, args, kwargs, result, key, check, leaves, alias, device, facts, resolve_backend(backend),
-                  dict(options), dynamic, brk)
+    n_arrays = sum(type(v) is np.ndarray for v in leaves) + len(device)
+    return Traced(name, fn, args, kwargs, result, key, check, leaves, alias, device, facts, n_arrays,
+                  resolve_backend(backend), dict(options), dynamic, brk)

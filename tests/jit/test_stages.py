@@ -4,7 +4,9 @@ the user's line; a cache miss goes through the very same stage objects."""
 
 from __future__ import annotations
 
+import gc
 import inspect
+import weakref
 
 import numpy as np
 import pytest
@@ -150,3 +152,14 @@ def test_dynamic_int_stage_takes_plain_ints():
     assert len(cf.entries) == 2  # t became a runtime value
     compiled = cf.trace(x, 5).lower().compile()
     np.testing.assert_allclose(compiled(x, 7), step(x, 7))
+
+
+def test_the_cache_does_not_keep_the_callers_arrays_alive():
+    cf = jitgraph.compile(softmax, backend="eager")
+    x = np.ones((2, 3))
+    ref = weakref.ref(x)
+    cf(x)
+    del x
+    gc.collect()
+    assert ref() is None and len(cf.entries) == 1
+    np.testing.assert_allclose(cf.entries[0].stage(np.zeros((2, 3))), np.full((2, 3), 1 / 3))
