@@ -122,8 +122,8 @@ class CompiledFunction:
         # The first run of a new entry is where lazily built kernels compile; a backend bug found here must not
         # reach the user. Inputs the graph mutates are snapshotted so a half-run graph can be undone before the
         # eager rerun (side effects happen once).
-        saved = [(leaves[i], np.array(leaves[i], copy=True)) for i, _ in getattr(entry.graph, "mutations", ())
-                 if isinstance(leaves[i], np.ndarray)]
+        mutations = entry.graph.mutations if entry.graph is not None else []
+        saved = [(leaves[i], np.array(leaves[i], copy=True)) for i, _ in mutations if isinstance(leaves[i], np.ndarray)]
         try:
             outs = entry.compiled(leaves)
         except Exception as exc:
