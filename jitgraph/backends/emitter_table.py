@@ -14,6 +14,7 @@ maximum, ...) call the ``jg_*`` helpers of :mod:`jitgraph.backends.scalar_semant
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -64,7 +65,11 @@ class EmitContext:
         ufunc = getattr(np, self.node.op, None)
         if not isinstance(ufunc, np.ufunc):
             return self.in_dtypes + (self.out_dtype,)
-        types = [type(t.proto()) if t.weak else t.dtype for t in (i.type for i in self.node.inputs)]
+        inputs = [i.type for i in self.node.inputs]
+        # NEP 50: a weak Python scalar takes the other operand's type; Python op Python stays int64/float64 (as the
+        # tracer typed it), not the object loop that two Python types would resolve to.
+        all_weak = all(t.weak for t in inputs)
+        types = [type(t.proto()) if t.weak and not all_weak else t.dtype for t in inputs]
         loop = ufunc.resolve_dtypes(tuple(types) + (None,) * ufunc.nout)
         # Kernels have no float16; a float16 loop only appears for predicates (signbit of uint8), exact in float32.
         return tuple(np.dtype(np.float32) if d == np.float16 else d for d in loop)
@@ -77,6 +82,12 @@ class EmitContext:
     def float_power(self, a: str, b: str) -> str:
         """``a ** b`` for floats of ``out_dtype`` (already cast), as this backend computes it."""
         raise NotImplementedError
+
+    def proven_in_range(self) -> bool:
+        """Whether the node's integer result is proven to fit its type, so the plain operator is exact and no
+        wrap-around spelling is needed (:func:`wrapping`). Kernels know no value ranges; the loop driver's bounds
+        analysis does (induction variables and their arithmetic), and keeps its index arithmetic plain."""
+        return False
 
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{what} has no {self.backend} emitter")
@@ -159,7 +170,7 @@ def _infix(args: Sequence[str], ctx: EmitContext) -> str:
         return exact
     a, b = loop_args(args, ctx)
     op = _INFIX[ctx.node.op]
-    if ctx.loop[0] == np.dtype(np.int64) and op in "+-*":
+    if ctx.loop[0] == np.dtype(np.int64) and op in "+-*" and not ctx.proven_in_range():
         return wrapping(a, op, b)
     if ctx.loop[0] == np.dtype(bool):  # NumPy's boolean add/multiply are or/and
         if op in ("+", "*"):
@@ -167,6 +178,24 @@ def _infix(args: Sequence[str], ctx: EmitContext) -> str:
         elif op in ("-", "/"):
             raise ctx.unsupported(f"{ctx.node.op} on booleans")
     return f"({a} {op} {b})"
+
+
+@_define("left_shift", "right_shift")
+def _shift(args: Sequence[str], ctx: EmitContext) -> str:
+    """NumPy's shifts (``npy_lshift``/``npy_rshift``): a count outside ``[0, bits)`` gives 0 (-1 for a negative
+    number shifted right) where the machine shift is undefined. A constant count in range is the plain shift."""
+    a, b = loop_args(args, ctx)
+    dtype = ctx.loop[0]
+    if dtype.kind not in "iu":
+        raise ctx.unsupported(f"{ctx.node.op} on {dtype}")
+    bits = 8 * dtype.itemsize
+    op = "<<" if ctx.node.op == "left_shift" else ">>"
+    count = ctx.node.inputs[1]
+    if count.op == "const" and 0 <= int(np.asarray(count.attrs["value"])) < bits:
+        return f"({a} {op} {b})"
+    zero = cast("0", dtype)
+    beyond = zero if op == "<<" or dtype.kind == "u" else f"({cast('-1', dtype)} if {a} < 0 else {zero})"
+    return f"(({a} {op} {b}) if np.uint64({b}) < {bits} else {beyond})"
 
 
 _LOGICAL = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}
@@ -196,7 +225,7 @@ def _negative(args: Sequence[str], ctx: EmitContext) -> str:
         return f"(-{a})"
     if ctx.out_dtype.kind == "b":
         raise ctx.unsupported("negative on booleans")
-    if ctx.loop[0] == np.dtype(np.int64):
+    if ctx.loop[0] == np.dtype(np.int64) and not ctx.proven_in_range():
         return wrapping("np.int64(0)", "-", a)
     return f"({cast('0', ctx.loop[0])} - {a})"  # 0 - a, so unsigned types wrap as in NumPy
 
@@ -318,6 +347,46 @@ def _where(args: Sequence[str], ctx: EmitContext) -> str:
     c = cast(args[0], np.dtype(bool), ctx.in_dtypes[0])
     x, y = (cast(a, ctx.out_dtype, d) for a, d in zip(args[1:], ctx.in_dtypes[1:]))
     return f"({x} if {c} else {y})"
+
+
+@_define("deg2rad", "rad2deg")
+def _angle(args: Sequence[str], ctx: EmitContext) -> str:
+    """``x * (pi / 180)`` (or its inverse) in the result's float type, as NumPy's loops compute it."""
+    a = cast(args[0], ctx.out_dtype, ctx.in_dtypes[0])
+    factor = math.pi / 180.0 if ctx.node.op == "deg2rad" else 180.0 / math.pi
+    return f"({a} * {cast(repr(factor), ctx.out_dtype)})"
+
+
+@_define("reciprocal")
+def _reciprocal(args: Sequence[str], ctx: EmitContext) -> str:
+    (a,) = loop_args(args, ctx)
+    if ctx.loop[0].kind != "f":
+        raise ctx.unsupported(f"reciprocal on {ctx.loop[0]}")
+    return f"({cast('1.0', ctx.loop[0])} / {a})"
+
+
+@_define("cbrt")
+def _cbrt(args: Sequence[str], ctx: EmitContext) -> str:
+    a = cast(args[0], ctx.out_dtype, ctx.in_dtypes[0])
+    return f"{ctx.function('cbrt')}({a})"
+
+
+@_define("float_power")
+def _float_power(args: Sequence[str], ctx: EmitContext) -> str:
+    a, b = loop_args(args, ctx)
+    if ctx.loop[0].kind != "f":
+        raise ctx.unsupported(f"float_power on {ctx.loop[0]}")
+    return ctx.float_power(a, b)
+
+
+@_define("heaviside")
+def _heaviside(args: Sequence[str], ctx: EmitContext) -> str:
+    """``np.heaviside(x, h)``: 0 below zero, ``h`` at zero, 1 above, NaN for NaN."""
+    x, h = loop_args(args, ctx)
+    if ctx.loop[0].kind != "f":
+        raise ctx.unsupported(f"heaviside on {ctx.loop[0]}")
+    zero, one = cast("0.0", ctx.loop[0]), cast("1.0", ctx.loop[0])
+    return f"({x} if {x} != {x} else ({zero} if {x} < 0 else ({h} if {x} == 0 else {one})))"
 
 
 _BINARY_MATH = {"arctan2": "math.atan2", "hypot": "math.hypot", "copysign": "math.copysign",

@@ -7,7 +7,6 @@ when negative. ``np.dot`` of two 1-D symbolic slices becomes one call of a helpe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,17 +18,11 @@ from jitgraph.backends.cpu.scalar import compile_regions
 from jitgraph.ir.graph import GraphBuilder, Node
 from jitgraph.ir.ops.control import build_loop
 from jitgraph.ir.types import TensorType
-from jitgraph.tracer import regions, symslice
+from jitgraph.tracer import symslice
 from tests.control_flow.helpers import at, check_against_eager, copies, load_benchmarks, put
 
 BENCH = load_benchmarks()
 F64, F32, I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def hooks() -> Iterator[None]:
-    regions.enable()
-    yield
 
 
 def _csr(n: int = 6) -> tuple[np.ndarray, ...]:

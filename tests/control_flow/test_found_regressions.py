@@ -11,21 +11,14 @@ tracer crash) fails too.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.tracer import regions
 from tests.control_flow.helpers import copies
-
-
-@pytest.fixture(autouse=True, scope="module")
-def hooks() -> Iterator[None]:
-    regions.enable()  # installed by jitgraph.tracer on import; idempotent
-    yield
 
 
 def compiled_equals_eager(fn: Callable[..., Any], *args: Any) -> Any:

@@ -21,7 +21,7 @@ from jitgraph.ir.types import TensorType
 __all__ = ["EMITTERS", "MATH_FUNCS", "VECTORISED", "EmitContext", "accumulator_dtype", "cast", "literal", "mean_total",
            "np_name", "reduction_combine", "reduction_init"]
 
-_NUMPY_SPELLED = ("exp2", "fmod", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite")
+_NUMPY_SPELLED = ("exp2", "cbrt", "fmod", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite")
 MATH_FUNCS = {**shared.MATH_FUNCS, **{name: f"np.{name}" for name in _NUMPY_SPELLED}}
 VECTORISED = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "sqrt", "power")
 

@@ -2,194 +2,23 @@
 
 Use :func:`compile_regions` (raises :class:`~jitgraph.errors.UnsupportedError` when some node has no emitter or
 Numba rejects the source) or :func:`compile_or_eager`, which falls back to the reference interpreter and says why.
-The generated source is registered in ``linecache`` under a readable name, so tracebacks and ``inspect`` show it.
+
+Layout: :mod:`.core` (the Emitter), :mod:`.scope` (buffer bookkeeping), :mod:`.bounds` and :mod:`.depend` (what is
+proven about indices and iterations), the construct emitters :mod:`.ops`, :mod:`.indexing`, :mod:`.regions` and the
+loop nests of :mod:`.fuse`, gathered in :mod:`.table`; :mod:`.driver` compiles and runs the result.
 """
 
 from __future__ import annotations
 
-import itertools
-import linecache
-import logging
-import re
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from jitgraph.backends.cpu.scalar.depend import independent
+from jitgraph.backends.cpu.scalar.driver import (
+    EagerFallback,
+    RegionDriver,
+    compile_or_eager,
+    compile_regions,
+    generate,
+    numba_type,
+)
 
-import numba
-import numpy as np
-from numba import types as nbtypes
-
-from jitgraph.backends.cpu.scalar import runtime
-from jitgraph.backends.cpu.scalar.emit import Emitter, is_array
-from jitgraph.errors import UnsupportedError
-from jitgraph.ir.graph import Graph, Node
-from jitgraph.ir.ops.control import RegionInfo, describe_regions
-from jitgraph.ir.types import TensorType, python_type
-
-_counter = itertools.count()
-
-
-def has_regions(graph: Graph) -> bool:
-    return any(n.regions and n.op in ("loop", "while", "cond") for n in graph.nodes)
-
-
-def numba_type(t: TensorType) -> Any:
-    if t.shape == ():
-        if t.weak:
-            return {bool: nbtypes.boolean, int: nbtypes.int64, float: nbtypes.float64,
-                    complex: nbtypes.complex128}[python_type(t.dtype)]
-        return numba.from_dtype(t.dtype)
-    return nbtypes.Array(numba.from_dtype(t.dtype), t.ndim, {"C": "C", "F": "F", "S": "A"}[t.layout])
-
-
-def _param(name: str, taken: set[str]) -> str:
-    base = re.sub(r"\W", "_", name) or "arg"
-    if base[0].isdigit() or base in ("np", "numba") or base.startswith("v") and base[1:].isdigit():
-        base = "a_" + base
-    candidate, k = base, 1
-    while candidate in taken:
-        candidate, k = f"{base}_{k}", k + 1
-    taken.add(candidate)
-    return candidate
-
-
-def generate(graph: Graph, options: Mapping[str, Any] | None = None) -> Emitter:
-    """Emit the driver's source for ``graph`` (no compilation); the Emitter holds source lines and decisions."""
-    options = dict(options or {})
-    em = Emitter(graph, options)
-    taken: set[str] = set()
-    params = [_param(graph.input_names[k] if graph.input_names else f"arg{k}", taken)
-              for k in range(len(graph.inputs))]
-    for node, p in zip(graph.inputs, params):
-        em.var[node] = p
-    mutated = {graph.inputs[i] for i, _ in graph.mutations}
-    name = _param(options.get("name", "graph"), set())
-    em.write(0, f"def loops_{name}({', '.join(params)}):")
-    outs = em.emit_graph(graph, 1, mutated)
-    scope = em._last_scope
-    results = []
-    final = {value for _, value in graph.mutations}
-    for k, (node, expr) in enumerate(zip(graph.outputs, outs)):
-        if is_array(node) and node not in final and scope.roots.get(node, frozenset()) & mutated:
-            em.write(1, f"out{k} = {expr}.copy()")  # detach from a caller buffer written below
-            expr = f"out{k}"
-        results.append(expr)
-    for index, value in graph.mutations:
-        target = graph.inputs[index]
-        if scope.roots.get(value) == frozenset({target}) and value not in scope.view:
-            continue  # already updated in place
-        src = em.var[value]
-        if scope.roots.get(value, frozenset()) & mutated:
-            src += ".copy()"
-        em.write(1, f"copy_into({em.var[target]}, {src})")
-    em.write(1, f"return ({''.join(r + ', ' for r in results)})")
-    # Constant arrays are passed as trailing arguments: as Numba globals they would be frozen into the machine
-    # code, which makes compiles slow for big ones (a folded np.zeros(100_000), say).
-    em.lines[0] = f"def loops_{name}({', '.join(params + list(em.globals))}):"
-    em.params = params  # type: ignore[attr-defined]
-    em.function_name = f"loops_{name}"  # type: ignore[attr-defined]
-    return em
-
-
-class RegionDriver:
-    """A compiled graph: ``driver(args) -> outputs``, mutated caller arrays written, as the backend contract says.
-
-    ``source`` is the generated function, ``parallel`` the loop nodes that run as ``prange``, ``regions`` the
-    explain rows (kind, trip count, prange), ``compile_seconds`` the Numba compile time.
-    """
-
-    def __init__(self, graph: Graph, options: Mapping[str, Any] | None = None) -> None:
-        self.graph = graph
-        em = generate(graph, options)
-        self.source = "\n".join(em.lines) + "\n"
-        self.parallel: list[Node] = list(em.parallel)
-        self.loop_reasons = dict(em.serial_reasons)
-        self.regions: list[RegionInfo] = describe_regions(graph, self.parallel)
-        self.filename = f"<jitgraph-loops-{next(_counter)}-{em.function_name}>"  # type: ignore[attr-defined]
-        linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
-        namespace: dict[str, Any] = {"np": np, "numba": numba, "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv,
-                                     "dot_range": runtime.dot_range,
-                                     "outer": runtime.outer, "copy_into": runtime.copy_into}
-        exec(compile(self.source, self.filename, "exec"), namespace)  # noqa: S102 - our own generated source
-        self.python_function = namespace[em.function_name]  # type: ignore[attr-defined]
-        opts = dict(options or {})
-        flags = {"error_model": "numpy", "boundscheck": opts.get("boundscheck", False), "nogil": True,
-                 "parallel": bool(self.parallel)}
-        self.const_args = tuple(em.globals.values())
-        signature = tuple(numba_type(n.tensor_type) for n in graph.inputs) + tuple(
-            numba.typeof(c) for c in self.const_args)
-        logging.getLogger("jitgraph.kernels").debug("jitgraph: loop driver %s:\n%s", self.filename, self.source)
-        started = time.perf_counter()
-        try:
-            from jitgraph.progress import compiling
-
-            with compiling(f"loop driver {em.function_name}"):  # type: ignore[attr-defined]
-                self.dispatcher = numba.njit(**flags)(self.python_function)
-                self.dispatcher.compile(signature)
-        except Exception as exc:  # Numba rejected the source: report which part, run eagerly
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UnsupportedError(f"Numba could not compile the loop driver: {first}",
-                                   hint="the graph runs on the eager backend; see .source for the generated code"
-                                   ) from exc
-        self.dispatcher.disable_compile()
-        self.compile_seconds = time.perf_counter() - started
-        self._out_types = [o.type for o in graph.outputs]
-        self._mutated = [i for i, _ in graph.mutations]
-        # Inputs typed as scalars may arrive as 0-d arrays (``range(n)`` with ``n = np.array(3)``): the driver's
-        # signature takes the scalar.
-        self._scalars = [k for k, n in enumerate(graph.inputs) if n.tensor_type.shape == () and k not in self._mutated]
-
-    def __call__(self, args: Sequence[Any]) -> list[Any]:
-        if self._mutated and _aliased(args, self._mutated):
-            from jitgraph.backends import eager
-
-            return eager.run(self.graph, args)
-        if any(isinstance(args[k], np.ndarray) for k in self._scalars):
-            args = [a[()] if k in self._scalars and isinstance(a, np.ndarray) else a for k, a in enumerate(args)]
-        raw = self.dispatcher(*args, *self.const_args)
-        return [_convert(v, t) for v, t in zip(raw, self._out_types)]
-
-    def explain(self) -> str:
-        return "\n".join(str(r) for r in self.regions)
-
-
-def _aliased(args: Sequence[Any], mutated: list[int]) -> bool:
-    arrays = [(k, a) for k, a in enumerate(args) if isinstance(a, np.ndarray)]
-    for k in mutated:
-        for j, other in arrays:
-            if j != k and np.may_share_memory(args[k], other):
-                return True
-    return False
-
-
-def _convert(value: Any, t: Any) -> Any:
-    if isinstance(t, TensorType) and t.shape == ():
-        return python_type(t.dtype)(value) if t.weak else t.dtype.type(value)
-    return value
-
-
-def compile_regions(graph: Graph, options: Mapping[str, Any] | None = None) -> RegionDriver:
-    return RegionDriver(graph, options)
-
-
-class EagerFallback:
-    """What :func:`compile_or_eager` returns when the driver cannot be built: the reference interpreter + why."""
-
-    def __init__(self, graph: Graph, reason: str) -> None:
-        self.graph, self.fallback_reason = graph, reason
-        self.parallel: list[Node] = []
-        self.regions = describe_regions(graph)
-
-    def __call__(self, args: Sequence[Any]) -> list[Any]:
-        from jitgraph.backends import eager
-
-        return eager.run(self.graph, args)
-
-
-def compile_or_eager(graph: Graph, options: Mapping[str, Any] | None = None) -> RegionDriver | EagerFallback:
-    try:
-        return RegionDriver(graph, options)
-    except UnsupportedError as exc:
-        logging.getLogger("jitgraph.breaks").info("jitgraph: the CPU backend runs a graph in the reference "
-                                                  "interpreter: %s", exc.message)
-        return EagerFallback(graph, exc.message)
+__all__ = ["EagerFallback", "RegionDriver", "compile_or_eager", "compile_regions", "generate", "independent",
+           "numba_type"]

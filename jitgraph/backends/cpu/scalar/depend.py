@@ -32,7 +32,7 @@ class Verdict:
         return self.parallel
 
 
-def _const(node: Node) -> int | None:
+def const_int(node: Node) -> int | None:
     if node.op == "const" and isinstance(node.attrs["value"], int | bool) or (
             node.op == "const" and getattr(node.attrs["value"], "dtype", None) is not None
             and node.attrs["value"].dtype.kind in "iu" and node.attrs["value"].shape == ()):
@@ -45,7 +45,7 @@ def nonneg(node: Node, known: frozenset[Node] | set[Node] = frozenset()) -> bool
     induction variables of enclosing loops that count up from a non-negative start) and sums/products of those."""
     if node in known:
         return True
-    value = _const(node)
+    value = const_int(node)
     if value is not None:
         return value >= 0
     if getattr(node.type, "dtype", None) is not None and node.type.dtype.kind in "ub":  # type: ignore[union-attr]
@@ -66,7 +66,7 @@ def independent(node: Node, known_nonneg: frozenset[Node] | set[Node] = frozense
     if node.op != "loop":
         return Verdict(False, f"{node.op} is not a counted loop")
     start, _, step = node.inputs[:3]
-    if _const(step) != 1:
+    if const_int(step) != 1:
         return Verdict(False, "the step is not the constant 1")
     if not nonneg(start, known_nonneg):
         return Verdict(False, "the start is not provably >= 0 (a negative index would wrap around)")

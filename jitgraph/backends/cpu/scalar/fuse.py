@@ -1,134 +1,73 @@
 """Whole-array ops inside a driver, written as explicit loop nests instead of NumPy calls.
 
 Why: Numba compiles each NumPy array expression into its own allocation and loop, and type-unifying them makes
-compiles slow (tens of seconds for a stencil body). Here a tree of same-shape elementwise ops whose intermediate
-values have one consumer becomes one loop nest that writes one fresh array (``emit_map``), and a full ``sum`` /
-``max`` / ``min`` of such a tree becomes one accumulation loop (``emit_reduce``), with NumPy's NaN propagation.
-
-Soundness: a value is inlined into its consumer only when no node between the two could write a buffer (no
-``setitem`` and no region), so reading the leaves later, inside the consumer's loop, sees the same data.
+compiles slow (tens of seconds for a stencil body). Here a tree of elementwise ops whose intermediate values have
+one consumer (:func:`.scope.plan_inline`) becomes one loop nest that writes one fresh array (:func:`emit_map`,
+operands broadcast NumPy's way), and a full ``sum`` / ``max`` / ``min`` of such a tree becomes one accumulation
+loop (:func:`emit_reduce`). Every scalar expression and every reduction step comes from the shared emitter table,
+so a loop nest computes exactly what the fused kernels of the CPU backend compute.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from jitgraph.ir.graph import Graph, Node
-from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.types import TensorType
-
-if TYPE_CHECKING:
-    from jitgraph.backends.cpu.scalar.emit import Emitter
-
-WRITERS = {"setitem", "scatter_add", "loop", "while", "cond"}
-FUSED_REDUCTIONS = {"sum", "max", "min"}
+from jitgraph.backends import emitter_table as shared
+from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, wrap
+from jitgraph.backends.cpu.scalar.scope import is_array
+from jitgraph.ir.graph import Node
+from jitgraph.ir.ops.indexing import Operand, expand_spec, index_shape
 
 
-def _array(node: Node) -> bool:
-    return isinstance(node.type, TensorType) and node.type.shape != ()
+def broadcast_index(shape: tuple[int, ...], target: tuple[int, ...], loop_vars: list[str]) -> str:
+    """The index of an operand of ``shape`` inside a loop nest over ``target``: right-aligned, size-1 dims stay 0."""
+    while len(shape) > len(target) and shape[0] == 1:
+        shape = shape[1:]
+    offset = len(target) - len(shape)
+    return ", ".join("0" if n == 1 and target[offset + k] != 1 else loop_vars[offset + k] for k, n in enumerate(shape))
 
 
-def fusable(node: Node) -> bool:
-    """An elementwise op producing an array whose array operands all have its exact shape (no broadcasting)."""
-    if OPS[node.op].kind is not OpKind.ELEMENTWISE or not _array(node):
-        return False
+def scalar_tree(em: Emitter, node: Node, loop_vars: list[str]) -> str:
+    """``node``'s value at the loop nest's current index: inlined producers expanded, arrays indexed."""
     shape = node.tensor_type.shape
-    return all(not _array(i) or i.tensor_type.shape == shape for i in node.inputs)
-
-
-def reducible(node: Node) -> bool:
-    """A full reduction we write as a loop: sum/max/min over every axis of a numeric array, keepdims off."""
-    if node.op not in FUSED_REDUCTIONS or node.attrs.get("keepdims") or node.attrs.get("dtype") is not None:
-        return False
-    (x,) = node.inputs
-    if not _array(x) or x.tensor_type.dtype.kind not in "iuf" or x.tensor_type.size == 0:
-        return False
-    return tuple(node.attrs["axis"]) == tuple(range(x.tensor_type.ndim))
-
-
-def plan_inline(graph: Graph) -> set[Node]:
-    """Values computed inside their single consumer's loop nest instead of being stored."""
-    users = graph.users()
-    pos = {n: k for k, n in enumerate(graph.nodes)}
-    writer_positions = [k for k, n in enumerate(graph.nodes) if n.op in WRITERS]
-    live = set(graph.live_roots())
-    inline: set[Node] = set()
-    for node in graph.nodes:
-        if not fusable(node) or node in live or len(users.get(node, ())) != 1:
-            continue
-        consumer = users[node][0]
-        if consumer.inputs.count(node) != 1:
-            continue
-        joins = (fusable(consumer) and consumer.tensor_type.shape == node.tensor_type.shape) or reducible(consumer)
-        if joins and not any(pos[node] < w < pos[consumer] for w in writer_positions):
-            inline.add(node)
-    return inline
-
-
-def _scalar_tree(em: Emitter, node: Node, index: str) -> str:
-    from jitgraph.backends.cpu.scalar.emit import dtype_ctor, elementwise_text
-
     operands = []
     for i in node.inputs:
-        t = i.tensor_type
         if i in em.scope.inline:
-            operands.append((_scalar_tree(em, i, index), t.with_(shape=())))
-        elif _array(i):
-            operands.append((f"{em.var[i]}[{index}]", t.with_(shape=())))
+            operands.append(scalar_tree(em, i, loop_vars))
+        elif is_array(i):
+            operands.append(f"{em.var[i]}[{broadcast_index(i.tensor_type.shape, shape, loop_vars)}]")
         else:
-            operands.append((em.var[i], t))
-    return f"{dtype_ctor(node.tensor_type.dtype)}({elementwise_text(node, operands, scalar=True)})"
+            operands.append(em.var[i])
+    return wrap(em.op_text(node, operands), node.tensor_type.dtype)
 
 
-def _loops(em: Emitter, shape: tuple[int, ...], indent: int) -> tuple[str, int]:
+def _loops(em: Emitter, shape: tuple[int, ...], indent: int) -> tuple[list[str], int]:
     names = [f"f{d}" for d in range(len(shape))]
     for d, extent in enumerate(shape):
         em.write(indent + d, f"for {names[d]} in range({extent}):")
-    return ", ".join(names), indent + len(shape)
+    return names, indent + len(shape)
 
 
 def emit_map(em: Emitter, node: Node, indent: int) -> None:
-    from jitgraph.backends.cpu.scalar.emit import dtype_ctor
-
+    """An elementwise array op (and the producers inlined into it) as one loop nest writing a fresh array."""
     t = node.tensor_type
     name = em.vname(node)
     em.write(indent, f"{name} = np.empty({t.shape!r}, {dtype_ctor(t.dtype)})")
-    index, inner = _loops(em, t.shape, indent)
-    em.write(inner, f"{name}[{index}] = {_scalar_tree(em, node, index)}")
+    loop_vars, inner = _loops(em, t.shape, indent)
+    em.write(inner, f"{name}[{', '.join(loop_vars)}] = {scalar_tree(em, node, loop_vars)}")
     em.var[node] = name
     em.scope.fresh(node, owned=True)
 
 
 def emit_reduce(em: Emitter, node: Node, indent: int) -> None:
-    """sum accumulates in float64 for floats (at least as accurate as NumPy's pairwise float32 sum) and in the
-    result dtype for integers; max/min start from the identity and let a NaN win, as NumPy's do."""
-    from jitgraph.backends.cpu.scalar.emit import dtype_ctor
-
+    """A full sum/max/min as one accumulation loop: the shared table's accumulator dtype (float sums in float64, at
+    least as accurate as NumPy's pairwise float32 sum), identity and combine step (a NaN wins max/min)."""
     (x,) = node.inputs
     out = node.tensor_type.dtype
+    acc = shared.accumulator_dtype(node.op, out)
     name = em.vname(node)
-    hole = "@INDEX@"
-    leaf = _scalar_tree(em, x, hole) if x in em.scope.inline else f"{em.var[x]}[{hole}]"
-    if node.op == "sum":
-        acc = np.dtype(np.float64) if out.kind == "f" else out
-        em.write(indent, f"{name} = {dtype_ctor(acc)}(0)")
-        index, inner = _loops(em, x.tensor_type.shape, indent)
-        em.write(inner, f"{name} += {dtype_ctor(acc)}({leaf.replace(hole, index)})")
-    else:
-        if out.kind == "f":
-            start = "-np.inf" if node.op == "max" else "np.inf"
-        else:
-            info = np.iinfo(out)
-            start = repr(int(info.min if node.op == "max" else info.max))
-        em.write(indent, f"{name} = {dtype_ctor(out)}({start})")
-        index, inner = _loops(em, x.tensor_type.shape, indent)
-        em.write(inner, f"e_ = {leaf.replace(hole, index)}")
-        better = ">" if node.op == "max" else "<"
-        nan = " or e_ != e_" if out.kind == "f" else ""
-        em.write(inner, f"if e_ {better} {name}{nan}:")
-        em.write(inner + 1, f"{name} = e_")
+    em.write(indent, f"{name} = {shared.reduction_init(node.op, acc)}")
+    loop_vars, inner = _loops(em, x.tensor_type.shape, indent)
+    leaf = scalar_tree(em, x, loop_vars) if x in em.scope.inline else f"{em.var[x]}[{', '.join(loop_vars)}]"
+    em.write(inner, f"{name} = {shared.reduction_combine(node.op, name, cast_text(leaf, x.tensor_type.dtype, acc))}")
     em.write(indent, f"{name} = {dtype_ctor(out)}({name})")
     em.var[node] = name
 
@@ -140,9 +79,6 @@ def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[int
     int / runtime scalar index; ``None`` adds a size-1 dim. The value broadcasts NumPy's way: right-aligned, size-1
     dims repeat.
     """
-    from jitgraph.backends.cpu.scalar.emit import cast_text
-    from jitgraph.ir.ops.indexing import Operand, expand_spec, index_shape
-
     x, value, *ops = node.inputs
     xt = x.tensor_type
     spec = expand_spec(xt.ndim, tuple(node.attrs["spec"]))
@@ -165,16 +101,11 @@ def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[int
         else:
             parts.append(str(int(entry) % size))
         dim += 1
-    if _array(value):
-        vshape = value.tensor_type.shape
-        while len(vshape) > len(region) and vshape[0] == 1:
-            vshape = vshape[1:]
-        offset = len(region) - len(vshape)
-        vidx = ", ".join("0" if n == 1 and region[offset + k] != 1 else loop_vars[offset + k]
-                         for k, n in enumerate(vshape))
-        src = cast_text(f"{em.var[value]}[{vidx}]", value.tensor_type.with_(shape=()), xt.dtype, True)
+    if is_array(value):
+        vidx = broadcast_index(value.tensor_type.shape, tuple(region), loop_vars)
+        src = cast_text(f"{em.var[value]}[{vidx}]", value.tensor_type.dtype, xt.dtype)
     else:
-        src = cast_text(em.var[value], value.tensor_type, xt.dtype, True)
+        src = cast_text(em.var[value], value.tensor_type.dtype, xt.dtype)
     for d, extent in enumerate(region):
         em.write(indent + d, f"for {loop_vars[d]} in range({extent}):")
     em.write(indent + len(region), f"{target}[{', '.join(parts)}] = {src}")

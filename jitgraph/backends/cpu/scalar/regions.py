@@ -10,22 +10,15 @@ updated in place is copied when it could alias another slot or a read-only value
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from jitgraph.backends.cpu.scalar import bounds
-from jitgraph.backends.cpu.scalar.depend import Verdict, _const, independent, nonneg
+from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
+from jitgraph.backends.cpu.scalar.depend import Verdict, const_int, independent, nonneg
+from jitgraph.backends.cpu.scalar.scope import Scope
+from jitgraph.backends.cpu.scalar.scope import is_array as _is_array
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import trip_count
 from jitgraph.ir.ops.indexing import Operand
-
-if TYPE_CHECKING:
-    from jitgraph.backends.cpu.scalar.emit import Emitter, _Scope
-
-
-def _is_array(node: Node) -> bool:
-    from jitgraph.backends.cpu.scalar.emit import is_array
-
-    return is_array(node)
 
 
 def _carry_in(em: Emitter, node: Node, inits: tuple[Node, ...], names: list[str], indent: int) -> list[bool]:
@@ -39,7 +32,7 @@ def _carry_in(em: Emitter, node: Node, inits: tuple[Node, ...], names: list[str]
     return donated
 
 
-def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[str], scope: _Scope,
+def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[str], scope: Scope,
                indent: int) -> list[bool]:
     """Assign an iteration's results to the carried slots; returns which slots were updated in place.
 
@@ -54,7 +47,7 @@ def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[s
             in_place.append(True)
             continue
         in_place.append(False)
-        if _is_array(node) and not _exclusive(node, body, scope):
+        if _is_array(node) and not scope.exclusive(node):
             expr = f"{expr}.copy()"
         assigns.append((name, expr))
     if len(assigns) == 1:
@@ -62,14 +55,6 @@ def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[s
     elif assigns:
         em.write(indent, f"{', '.join(a for a, _ in assigns)} = {', '.join(b for _, b in assigns)}")
     return in_place
-
-
-def _exclusive(node: Node, body: Graph, scope: _Scope) -> bool:
-    """Whether a body result's buffer belongs to the region and to no other result (so it can be handed on)."""
-    roots = scope.roots.get(node, frozenset())
-    if node in scope.view or len(roots) != 1 or next(iter(roots)) not in scope.owned:
-        return False
-    return sum(1 for o in body.outputs if roots & scope.roots.get(o, frozenset())) == 1
 
 
 def _result_roots(em: Emitter, node: Node, inits: tuple[Node, ...], donated: list[bool],
@@ -88,8 +73,12 @@ def _bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None
         em.var[n] = em.var[o]
         if o in em.nonneg or (n.type.shape == () and nonneg(o, em.nonneg)):  # type: ignore[union-attr]
             em.nonneg.add(n)
-        if n.type.shape == () and bounds.upper(o, em.upper) is not None:  # type: ignore[union-attr]
-            em.upper[n] = bounds.upper(o, em.upper)  # type: ignore[assignment]
+        bound = bounds.upper(o, em.upper) if n.type.shape == () else None  # type: ignore[union-attr]
+        if bound is not None:
+            em.upper[n] = bound
+        size = bounds.magnitude(o, em.nonneg, em.upper, em.magnitude)
+        if size is not None:
+            em.magnitude[n] = size
 
 
 def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
@@ -101,9 +90,6 @@ def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
                if n.op not in ("input", "const")):
         return Verdict(False, "independent, but each iteration is a few scalar operations (not worth a launch)")
     return None
-
-
-PARALLEL_MIN_TRIPS = 512  # below this a parallel launch costs more than it saves (measured: SpMV rows, FW rows)
 
 
 def _serial_twin(em: Emitter, header: int, indent: int, serial_header: str, condition: str) -> None:
@@ -119,8 +105,8 @@ PARALLEL_MIN_CORES = 4  # "auto": with 2 cores a prange gains at most 2x and los
                         # holds a core (measured here: CSR SpMV 10 ms serial, 35-60 ms as prange on a busy box)
 
 
-def _parallel_allowed(options: dict) -> bool:
-    choice = options.get("parallel", "auto")
+def _parallel_allowed(choice: object) -> bool:
+    """The ``parallel`` option (its ``parallel_min_trips`` default, 512, was measured on SpMV and FW rows)."""
     if choice == "auto":
         return (os.cpu_count() or 1) >= PARALLEL_MIN_CORES
     return bool(choice)
@@ -148,8 +134,6 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
             derived.add(n)
     if term in derived or any(n.regions for n in body.nodes):
         return False
-    from jitgraph.backends.cpu.scalar.emit import dtype_ctor
-
     ctor = dtype_ctor(acc.type.dtype)  # type: ignore[union-attr]
     total, ind = em.var[acc], em.vname(induction)
     start, stop = em.var[node.inputs[0]], em.var[node.inputs[1]]
@@ -161,12 +145,12 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
                      "sums (the source's sum order is unspecified)")
     for j, name in enumerate(partial):
         em.var[induction], em.var[acc] = (ind if j == 0 else f"({ind} + {j})"), name
-        (expr,) = em.emit_graph(body, indent + 1, set())
+        (expr,), _ = em.emit_graph(body, indent + 1, set())
         em.write(indent + 1, f"{name} = {expr}")
     em.write(indent, f"{total} = {ctor}(({partial[0]} + {partial[1]}) + ({partial[2]} + {partial[3]}))")
     em.var[induction], em.var[acc] = ind, total
     em.write(indent, f"for {ind} in range({total}_hi, {stop}):")
-    (expr,) = em.emit_graph(body, indent + 1, set())
+    (expr,), _ = em.emit_graph(body, indent + 1, set())
     em.write(indent + 1, f"{total} = {expr}")
     em.serial_reasons[node] = f"serial, {SPLIT} partial sums"
     return True
@@ -175,21 +159,19 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
 def _dot_operand(em: Emitter, g: Node, induction: Node, invariants: set[Node], dtype: object) -> str | None:
     """``x[j, k]`` (k the induction variable, every other index invariant, all proven in bounds) as the 1-D view
     text ``x[j, :]`` that :func:`runtime.dot_range` walks; None when ``g`` is not of that form."""
-    from jitgraph.backends.cpu.scalar.emit import is_array
-
-    if g.op != "getitem" or g.inputs[0] not in invariants or not is_array(g.inputs[0]):
+    if g.op != "getitem" or g.inputs[0] not in invariants or not _is_array(g.inputs[0]):
         return None
     x, *ops = g.inputs
     spec = g.attrs["spec"]
     if x.tensor_type.dtype != dtype or len(spec) != x.tensor_type.ndim or not all(isinstance(e, Operand) for e in spec):
         return None
-    if [ops[e.k] for e in spec].count(induction) != 1 or not bounds.proven(em, x, spec, tuple(ops)):
+    if [ops[e.k] for e in spec].count(induction) != 1 or not bounds.proven(x, spec, tuple(ops), em.nonneg, em.upper):
         return None
-    if any(ops[e.k] is not induction and ops[e.k] not in invariants and _const(ops[e.k]) is None for e in spec):
+    if any(ops[e.k] is not induction and ops[e.k] not in invariants and const_int(ops[e.k]) is None for e in spec):
         return None
     if x.tensor_type.ndim == 1:
         return em.var[x]
-    parts = [":" if ops[e.k] is induction else em.var.get(ops[e.k]) or str(_const(ops[e.k])) for e in spec]
+    parts = [":" if ops[e.k] is induction else em.var.get(ops[e.k]) or str(const_int(ops[e.k])) for e in spec]
     return f"{em.var[x]}[{', '.join(parts)}]"
 
 
@@ -231,14 +213,14 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     induction, carried, inv_inputs = body.inputs[0], body.inputs[1:1 + k], body.inputs[1 + k:]
     if em.in_prange:
         verdict = Verdict(False, "nested inside a prange loop")
-    elif not _parallel_allowed(em.options):
-        verdict = Verdict(False, f"parallel={em.options.get('parallel', 'auto')!r} on {os.cpu_count()} cores "
+    elif not _parallel_allowed(em.parallel_choice):
+        verdict = Verdict(False, f"parallel={em.parallel_choice!r} on {os.cpu_count()} cores "
                                  "(pass parallel=True to allow prange)")
     else:
         verdict = independent(node, em.nonneg)
         veto = _worth_it(em, body) if verdict else None
         verdict = veto if veto is not None else verdict
-    min_trips = int(em.options.get("parallel_min_trips", PARALLEL_MIN_TRIPS))
+    min_trips = em.parallel_min_trips
     if verdict and trip_count(node) is not None and trip_count(node) < min_trips:  # type: ignore[operator]
         verdict = Verdict(False, f"independent, but only {trip_count(node)} trips (prange needs {min_trips})")
     trips = trip_count(node)
@@ -252,8 +234,9 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     step_value = node.inputs[2].attrs.get("value") if node.inputs[2].op == "const" else None
     if nonneg(node.inputs[0], em.nonneg) and step_value is not None and int(step_value) > 0:
         em.nonneg.add(induction)
-    if step_value is not None and int(step_value) > 0:
-        bounds.note_induction(em, induction, node.inputs[1])
+    bound = bounds.induction_bound(node.inputs[1], em.upper)
+    if step_value is not None and int(step_value) > 0 and bound is not None:
+        em.upper[induction] = bound
     acc = carried[0] if len(carried) == 1 else None
     if _dot_call(em, node, body, induction, acc, indent) or _split_sum(em, node, body, induction, acc, indent):
         em.results[node] = names
@@ -270,10 +253,10 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     was, em.in_prange = em.in_prange, em.in_prange or bool(verdict)
     start_lines = len(em.lines)
     em.loop_depth += 1
-    outs = em.emit_graph(body, indent + 1, set(carried))
+    outs, scope = em.emit_graph(body, indent + 1, set(carried))
     em.loop_depth -= 1
     em.in_prange = was
-    in_place = _carry_out(em, body, carried, outs, em._last_scope, indent + 1)
+    in_place = _carry_out(em, body, carried, outs, scope, indent + 1)
     if len(em.lines) == start_lines:
         em.write(indent + 1, "pass")
     parallel = bool(verdict) and all(in_place)
@@ -311,17 +294,17 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
         _bind(em, region.inputs[k:], invariants)
     em.write(indent, f"while True:  # {em.names[node]}")
     em.loop_depth += 1
-    (flag,) = em.emit_graph(test, indent + 1, set())
+    (flag,), _ = em.emit_graph(test, indent + 1, set())
     em.write(indent + 1, f"if not {flag}:")
     em.write(indent + 2, "break")
-    outs = em.emit_graph(body, indent + 1, set(body.inputs[:k]))
-    in_place = _carry_out(em, body, body.inputs[:k], outs, em._last_scope, indent + 1)
+    outs, scope = em.emit_graph(body, indent + 1, set(body.inputs[:k]))
+    in_place = _carry_out(em, body, body.inputs[:k], outs, scope, indent + 1)
     em.loop_depth -= 1
     em.results[node] = names
     em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
 
 
-def _same_operand(out: Node, region: Graph, scope: _Scope, donated: list[bool]) -> int | None:
+def _same_operand(out: Node, region: Graph, scope: Scope, donated: list[bool]) -> int | None:
     """The donated operand whose buffer a branch result *is* (updated in place or passed through), else None."""
     if not _is_array(out) or out in scope.view:
         return None
@@ -346,15 +329,14 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
         _bind(em, region.inputs, tuple(operands))
         owned = {i for i, give in zip(region.inputs, donated) if give}
         start = len(em.lines)
-        outs = em.emit_graph(region, indent + 1, owned)
-        scope = em._last_scope
+        outs, scope = em.emit_graph(region, indent + 1, owned)
         assigned = []
         for k, (out, expr, name) in enumerate(zip(region.outputs, outs, names)):
             assigned.append((len(em.lines), _same_operand(out, region, scope, donated)))
             em.write(indent + 1, f"{name} = {expr}")
             if not _is_array(out):
                 continue
-            if not _exclusive(out, region, scope):
+            if not scope.exclusive(out):
                 status[k] = "shared"
             for j, inp in enumerate(region.inputs):
                 if inp in scope.roots.get(out, ()) and not donated[j]:
@@ -382,18 +364,17 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
 
 
 def emit_fused(em: Emitter, node: Node, indent: int) -> None:
-    """A kernel group made by the fusion pass: its body is emitted inline (this driver fuses on its own)."""
+    """A kernel group of the pipeline's fusion plan: its body is emitted inline, as loop nests (:mod:`.fuse`)."""
     (body,) = node.regions
     _bind(em, body.inputs, node.inputs)
-    outs = em.emit_graph(body, indent, set())
-    scope = em._last_scope
+    outs, scope = em.emit_graph(body, indent, set())
     entries = []
     for out in body.outputs:
         roots = frozenset()
         for j, inp in enumerate(body.inputs):
             if inp in scope.roots.get(out, ()):
                 roots |= em.scope.roots.get(node.inputs[j], frozenset())
-        entries.append((roots, "shared" if roots or not _exclusive(out, body, scope) else "owned"))
+        entries.append((roots, "shared" if roots or not scope.exclusive(out) else "owned"))
     if len(body.outputs) == 1:
         em.var[node] = outs[0]
         if _is_array(node):
