@@ -13,6 +13,3 @@ Modules: ``runtime`` (numba.cuda import, device properties, launch sizes, host/d
 graph per kernel family for ``scripts/gpu_check.py``). The facts about device arrays that every layer needs are in
 :mod:`jitgraph.device_arrays`.
 """
-
-
-from jitgraph.device_arrays import is_device_array  # noqa: F401 - only for tracer/cache.py until jit/ replaces it
