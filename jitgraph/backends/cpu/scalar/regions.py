@@ -68,7 +68,8 @@ def _result_roots(em: Emitter, node: Node, inits: tuple[Node, ...], donated: lis
     return out
 
 
-def _bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None:
+def bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None:
+    """Name a region's inputs after their outer values, and carry over what is proven about them."""
     for n, o in zip(inner, outer):
         em.var[n] = em.var[o]
         if o in em.nonneg or (n.type.shape == () and nonneg(o, em.nonneg)):  # type: ignore[union-attr]
@@ -230,7 +231,7 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     for c, name in zip(carried, names):
         em.var[c] = name
     em.var[induction] = em.vname(induction)
-    _bind(em, inv_inputs, invariants)
+    bind(em, inv_inputs, invariants)
     step_value = node.inputs[2].attrs.get("value") if node.inputs[2].op == "const" else None
     if nonneg(node.inputs[0], em.nonneg) and step_value is not None and int(step_value) > 0:
         em.nonneg.add(induction)
@@ -291,7 +292,7 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
     for region in (test, body):
         for c, name in zip(region.inputs[:k], names):
             em.var[c] = name
-        _bind(em, region.inputs[k:], invariants)
+        bind(em, region.inputs[k:], invariants)
     em.write(indent, f"while True:  # {em.names[node]}")
     em.loop_depth += 1
     (flag,), _ = em.emit_graph(test, indent + 1, set())
@@ -326,7 +327,7 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
     blocks: list[tuple[int, int, list[tuple[int, int | None]]]] = []
     for branch, region in zip(("if", "else"), node.regions):
         em.write(indent, f"if {em.var[pred]}:  # {em.names[node]}" if branch == "if" else "else:")
-        _bind(em, region.inputs, tuple(operands))
+        bind(em, region.inputs, tuple(operands))
         owned = {i for i, give in zip(region.inputs, donated) if give}
         start = len(em.lines)
         outs, scope = em.emit_graph(region, indent + 1, owned)
@@ -361,25 +362,3 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
         for start, end, _ in reversed(blocks):
             if start == end:
                 em.lines[start:end] = ["    " * (indent + 1) + "pass"]
-
-
-def emit_fused(em: Emitter, node: Node, indent: int) -> None:
-    """A kernel group of the pipeline's fusion plan: its body is emitted inline, as loop nests (:mod:`.fuse`)."""
-    (body,) = node.regions
-    _bind(em, body.inputs, node.inputs)
-    outs, scope = em.emit_graph(body, indent, set())
-    entries = []
-    for out in body.outputs:
-        roots = frozenset()
-        for j, inp in enumerate(body.inputs):
-            if inp in scope.roots.get(out, ()):
-                roots |= em.scope.roots.get(node.inputs[j], frozenset())
-        entries.append((roots, "shared" if roots or not scope.exclusive(out) else "owned"))
-    if len(body.outputs) == 1:
-        em.var[node] = outs[0]
-        if _is_array(node):
-            roots, status = entries[0]
-            em.scope.fresh(node, status == "owned", also=roots)
-    else:
-        em.results[node] = outs
-        em.result_roots[node] = entries

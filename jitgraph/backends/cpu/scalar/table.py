@@ -6,7 +6,7 @@ imports the core, and this table imports them all.
 
 from __future__ import annotations
 
-from jitgraph.backends.cpu.scalar import indexing, ops, regions
+from jitgraph.backends.cpu.scalar import groups, indexing, ops, regions
 from jitgraph.backends.cpu.scalar.core import Table
 from jitgraph.ir.ops import OpKind
 
@@ -17,7 +17,7 @@ TABLE = Table(
         "getitem": indexing.emit_getitem, "setitem": indexing.emit_setitem,
         "transpose": indexing.emit_view, "reshape": indexing.emit_view, "broadcast_to": indexing.emit_view,
         "loop": regions.emit_loop, "while": regions.emit_while, "cond": regions.emit_cond,
-        "fused": regions.emit_fused,
+        "fused": groups.emit_fused,
     },
     by_kind={
         OpKind.ELEMENTWISE: ops.emit_elementwise, OpKind.REDUCTION: ops.emit_reduction,
