@@ -82,11 +82,29 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         tx.graph_break(f"constructing a {fn.__qualname__} object inside a compiled function")
     if isinstance(fn, TArray):
         tx.graph_break("calling an array", TypeError("'numpy.ndarray' object is not callable"))
+    wrapped = jitgraph_wrapped(fn)
+    if wrapped is not None:  # a compiled function called inside a trace (itself, recursively, or a helper)
+        source = tx.source_of(fn) or tx.const_source(fn)
+        return call(tx, tx.wrap_external(wrapped, source.attr("__wrapped__")), args, kwargs)
     dunder = _class_attr(type(fn), "__call__")
     if isinstance(dunder, types.FunctionType):
         return call(tx, dunder, [fn] + args, kwargs)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
     tx.graph_break(f"call to {name}, which the tracer does not know (a C function or unsupported callable)")
+
+
+def jitgraph_wrapped(fn: Any) -> Any:
+    """The user's function behind one of jitgraph's own wrappers (``@jitgraph.compile``'s CompiledFunction), or
+    None. Calling such a wrapper inside a trace is calling the function it wraps: tracing the wrapper's ``__call__``
+    would trace the driver's cache machinery instead of the user's code. The wrapper is recognised without
+    importing the driver (a layer above): a class defined in the jitgraph package whose instance carries
+    ``__wrapped__`` (set by ``functools.update_wrapper``) holding a Python function."""
+    if isinstance(fn, types.FunctionType | types.MethodType | type):
+        return None
+    if not (getattr(type(fn), "__module__", None) or "").startswith("jitgraph."):
+        return None
+    wrapped = getattr(fn, "__dict__", {}).get("__wrapped__")
+    return wrapped if isinstance(wrapped, types.FunctionType | types.MethodType) else None
 
 
 def _table_get(table: dict[Any, Any], fn: Any) -> Any:

@@ -75,6 +75,8 @@ class TraceContext:
         self._by_source: dict[str, Any] = {}
         self._by_id: dict[int, TArray] = {}
         self._input_arrays: dict[int, Any] = {}  # graph-input index -> the caller's array (its real strides)
+        self._input_sources: dict[int, Source] = {}  # graph-input index -> where the array is read at call time
+        self._writes_checked: set[int] = set()  # graph inputs whose writeability is guarded already
         self.fn_globals_source: dict[int, Source | None] = {}
         self.n_arg_leaves = 0
         self.depth = 0
@@ -190,6 +192,7 @@ class TraceContext:
         """Store ``value`` into ``target`` (a view or a whole buffer) and propagate it to the base storage."""
         if target.kind != "array":
             self.graph_break("in-place update of an immutable scalar")
+        self._check_writeable(target.buffer)
         nodes = [target.buffer.node]
         for step in target.path[:-1]:
             nodes.append(self.op(step.op, nodes[-1], **step.kwargs))
@@ -203,6 +206,25 @@ class TraceContext:
         target.buffer.node = new
         target.buffer.version += 1
 
+    def _check_writeable(self, buffer: Buffer) -> None:
+        """A write into a caller's array: guard on its ``flags.writeable`` (the graph is only valid for writeable
+        arrays), and, where it is read-only, break with NumPy's error: the call runs eagerly, so the exception comes
+        at the line NumPy raises it, after exactly the effects eager code makes before it (``b *= 2; a *= 2`` with
+        ``b`` read-only leaves ``a`` alone)."""
+        array = self.caller_array(buffer)
+        if type(array) is not np.ndarray or buffer.input_index in self._writes_checked:
+            return  # device arrays have no read-only flag
+        self._writes_checked.add(buffer.input_index)
+        source = self._input_sources.get(buffer.input_index)
+        writeable = bool(array.flags.writeable)
+        if source is not None:
+            self.guards.add(f"{'' if writeable else 'not '}{source.code}.flags.writeable",
+                            f"{source.name} is {'' if writeable else 'not '}writeable (it is written in place)")
+        if not writeable:
+            err = ValueError("assignment destination is read-only")
+            self.graph_break(f"{self.builder.input_names[buffer.input_index]} is read-only and written in place "
+                             "(NumPy raises ValueError here)", err)
+
     def _write_back(self, step: ViewStep, base: Node, new: Node) -> Node:
         attrs = step.kwargs
         if step.op == "getitem":
@@ -215,7 +237,7 @@ class TraceContext:
         self.graph_break("assignment destination is read-only", ValueError("assignment destination is read-only"))
 
     # ---- leaves (arguments) ---------------------------------------------------------------------------------
-    def new_input(self, value: Any, name: str) -> TArray:
+    def new_input(self, value: Any, name: str, source: Source | None = None) -> TArray:
         device = type(value) is not np.ndarray and is_device_array(value)  # a GPU array (backend="cuda")
         dtype = device_type_of(value).dtype if device else getattr(value, "dtype", None)
         if (device or isinstance(value, np.ndarray | np.generic)) and dtype not in SUPPORTED_DTYPES:
@@ -236,6 +258,8 @@ class TraceContext:
             if previous is not None:
                 return previous  # the same array reached twice: one storage, as in NumPy
             buffer = Buffer(node, index)
+            if source is not None:
+                self._input_sources[index] = source
             self.buffers.append(buffer)
             result = TArray(buffer, (), kind)
             self._by_id[id(value)] = result
@@ -253,23 +277,23 @@ class TraceContext:
             self.py_inputs[id(wrapped)] = (wrapped, value, source)
             return wrapped
         if t is np.ndarray or isinstance(value, np.generic):
-            return self.new_input(value, source.name)
+            return self.new_input(value, source.name, source)
         if t is tuple:
-            return tuple(self.wrap_arg(v, source.item(i)) for i, v in enumerate(value))
+            return tuple(self.wrap_arg(v, source.item(i, self.guards.const)) for i, v in enumerate(value))
         if t is list:
-            result = [self.wrap_arg(v, source.item(i)) for i, v in enumerate(value)]
+            result = [self.wrap_arg(v, source.item(i, self.guards.const)) for i, v in enumerate(value)]
             return self._mark_external(value, result, source)
         if t is dict:
-            result = {k: self.wrap_arg(v, source.item(k)) for k, v in value.items()}
+            result = {k: self.wrap_arg(v, source.item(k, self.guards.const)) for k, v in value.items()}
             return self._mark_external(value, result, source)
         if is_device_array(value) and not isinstance(value, type):  # a leaf of the key (keys.flatten), in order
-            return self.new_input(value, source.name)
+            return self.new_input(value, source.name, source)
         if isinstance(value, np.ndarray):
             self.graph_break(f"array subclass {t.__name__} as an argument")
         if t in _SPECIALISED:
             return value  # part of the dispatch key, by value
         if is_namedtuple(value):  # keyed element by element (keys.flatten): wrapped the same way
-            return t._make([self.wrap_arg(v, source.item(i)) for i, v in enumerate(value)])
+            return t._make([self.wrap_arg(v, source.item(i, self.guards.const)) for i, v in enumerate(value)])
         self._by_value(value, source)  # keyed by flatten; nothing to guard here
         self.note_external(value, source)
         self._keep.append(value)
@@ -330,22 +354,22 @@ class TraceContext:
         if t is np.ndarray:
             g.array(source, value)
             g.extra_input(source)
-            return self.new_input(value, source.name)
+            return self.new_input(value, source.name, source)
         if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
             g.equal(source, value)
             return value
         if is_device_array(value) and not isinstance(value, type):
             g.device_array(source, value)
             g.extra_input(source)
-            return self.new_input(value, source.name)
+            return self.new_input(value, source.name, source)
         if isinstance(value, np.ndarray):
             self.graph_break(f"{source.name} is an ndarray subclass ({t.__name__}), which is not traced")
         if t is tuple or t is list or t is dict:
             g.structure(source, value)
             if t is dict:
-                result: Any = {k: self.wrap_external(v, source.item(k)) for k, v in value.items()}
+                result: Any = {k: self.wrap_external(v, source.item(k, self.guards.const)) for k, v in value.items()}
             else:
-                result = [self.wrap_external(v, source.item(i)) for i, v in enumerate(value)]
+                result = [self.wrap_external(v, source.item(i, self.guards.const)) for i, v in enumerate(value)]
             if t is tuple:
                 return tuple(result)
             return self._mark_external(value, result, source)
@@ -355,7 +379,7 @@ class TraceContext:
             return value
         if is_namedtuple(value):
             g.structure(source, value)
-            return t._make([self.wrap_external(v, source.item(i)) for i, v in enumerate(value)])
+            return t._make([self.wrap_external(v, source.item(i, self.guards.const)) for i, v in enumerate(value)])
         part = self._by_value(value, source)
         if type(part) is tuple:  # used by value (a slice, a set, an IntEnum): guarded on its exact contents
             g.keyed(source, value, value_part, part)

@@ -85,7 +85,7 @@ Frame.handlers = HANDLERS
 def run_frame(tx: TraceContext, code: types.CodeType, locals_: dict[str, Any], cells: dict[str, Any],
               globals_: dict[str, Any], globals_source: Source | None, builtins: dict[str, Any],
               generator: bool) -> Any:
-    """Run ``code`` in a new frame and return what it returns (a generator's yielded values, as a list): the
+    """Run ``code`` in a new frame and return what it returns (a generator's yielded values, as ``Yielded``): the
     interpreter entry point that a trace context carries for inlined calls (``TraceContext.run_frame``)."""
     frame = Frame(tx, code, locals_, cells, globals_, globals_source, builtins)
     if generator:

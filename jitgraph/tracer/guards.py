@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +36,24 @@ class Source:
     def attr(self, attr: str) -> Source:
         return Source(f"{self.code}.{attr}", f"{self.name}.{attr}")
 
-    def item(self, key: Any) -> Source:
+    def item(self, key: Any, bind: Callable[[Any], str] | None = None) -> Source:
+        """``self[key]``. Only keys whose ``repr`` is their own exact literal (ints, strings, ...) are written into
+        the code; any other key (a tuple holding a dtype, an enum, a float) is bound as a constant by ``bind``
+        (``GuardSet.const``): generated source never embeds repr text, which need not be valid Python."""
+        if not is_literal_key(key):
+            if bind is None:
+                raise ValueError(f"a key of type {type(key).__name__} needs a bound constant in guard code")
+            return Source(f"{self.code}[{bind(key)}]", f"{self.name}[{key!r}]")
         return Source(f"{self.code}[{key!r}]", f"{self.name}[{key!r}]")
+
+
+_LITERAL_KEY_TYPES = (int, str, bytes, bool, type(None))
+
+
+def is_literal_key(key: Any) -> bool:
+    """Whether ``repr(key)`` is Python source that evaluates to an equal key of the same type (exact builtin types
+    only: a subclass or an enum reprs as something else)."""
+    return type(key) in _LITERAL_KEY_TYPES
 
 
 @dataclass(frozen=True)

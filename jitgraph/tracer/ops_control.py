@@ -13,7 +13,7 @@ from jitgraph.tracer import branches, regions
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.iteration import iterate
-from jitgraph.tracer.values import Return, TArray, is_plain
+from jitgraph.tracer.values import Return, TArray, Yielded, is_plain
 
 if TYPE_CHECKING:
     from jitgraph.tracer.frame import Frame
@@ -89,8 +89,8 @@ class ControlOps:
 
     def op_RETURN_VALUE(self: Frame, ins: Instr) -> Return:
         value = self.pop()
-        if self.yielded is not None:
-            return Return(self.yielded)
+        if self.yielded is not None:  # a generator: the caller gets its values, and knows it was a generator
+            return Return(Yielded(self.yielded))
         return Return(value)
 
     def op_YIELD_VALUE(self: Frame, ins: Instr) -> None:

@@ -62,6 +62,7 @@ class Snapshot:
         self.locals = dict(frame.locals)
         self.stack = list(frame.stack)
         self.pc = frame.pc
+        self.n_yielded = None if frame.yielded is None else len(frame.yielded)  # a body pass may yield (a genexpr)
         self.builder = tx.builder
         self.n_buffers = len(tx.buffers)
         self.nodes = [(b, b.node) for b in _reachable_buffers(frame)]
@@ -86,6 +87,8 @@ class Snapshot:
         frame.locals.update(self.locals)
         frame.stack[:] = self.stack
         frame.pc = self.pc
+        if self.n_yielded is not None and frame.yielded is not None:
+            del frame.yielded[self.n_yielded:]
         tx.builder = self.builder
         del tx.buffers[self.n_buffers:]
         for buffer, node in self.nodes:

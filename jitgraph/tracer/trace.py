@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.ir.graph import Graph, eliminate_dead
+from jitgraph.ir.graph import Graph, eliminate_dead, may_raise
+from jitgraph.tracer import bytecode
 from jitgraph.tracer.calls import call, inline
 from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
-from jitgraph.tracer.values import TArray, is_plain
+from jitgraph.tracer.values import TArray, Yielded, is_plain
 
 
 @dataclass
@@ -49,6 +50,7 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
     guards.const(fn)  # K[0] is always the compiled callable
     names = parameter_names(fn, len(args))
     try:
+        _refuse_suspendable(tx, fn)
         wrapped = [tx.wrap_arg(a, Source(f"A[{i}]", names[i])) for i, a in enumerate(args)]
         wrapped_kw = {k: tx.wrap_arg(v, Source(f"KW[{k!r}]", k)) for k, v in kwargs.items()}
         tx.n_arg_leaves = len(tx.builder.inputs)
@@ -68,8 +70,48 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
         brk = None
     except GraphBreak as exc:
         graph, spec, brk = None, None, exc
-    return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start,
-                       {"leaf_names": list(tx.builder.input_names)})
+    extra: dict[str, Any] = {"leaf_names": list(tx.builder.input_names)}
+    if graph is not None:
+        extra["may_raise"] = raising_checks(graph)
+    return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start, extra)
+
+
+_SUSPENDABLE = {bytecode.CO_GENERATOR: "a generator function", bytecode.CO_COROUTINE: "an async function (coroutine)",
+                bytecode.CO_ASYNC_GENERATOR: "an async generator function",
+                bytecode.CO_ITERABLE_COROUTINE: "a generator-based coroutine"}
+
+
+def _refuse_suspendable(tx: TraceContext, fn: Any) -> None:
+    """A function whose call returns a generator or coroutine is not traced: its body runs later, piece by piece,
+    when the caller iterates or awaits (a trace would run it all now and return the values). The break runs the
+    call eagerly, which hands back the real generator or coroutine."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return
+    tx.at(code.co_filename, code.co_firstlineno)
+    for flag, what in _SUSPENDABLE.items():
+        if code.co_flags & flag:
+            tx.graph_break(f"{getattr(func, '__qualname__', func)} is {what}: calling it returns an object that runs "
+                           "the body later, so it is not traced and runs eagerly")
+
+
+def raising_checks(graph: Graph) -> list[tuple[str, str | None, int | None]]:
+    """The graph's run-time checks that can raise on the data (``ir.graph.may_raise``: a ``check`` node -- a domain
+    error, a division by zero, a symbolic bound --, an integer power with a possibly negative exponent, a gather
+    with index arrays), as ``(what, filename, lineno)`` in graph order. Kept in ``TraceResult.extra["may_raise"]``
+    (empty when none), for the driver: a graph that both mutates an argument and may raise can raise after a
+    mutation that eager code would have made -- or before one that eager code makes first -- so such a call wants
+    its mutated inputs snapshotted, restored on a raise and rerun eagerly for NumPy's order of effects."""
+    found = []
+    for node in graph.nodes:
+        if may_raise(node):
+            what = node.attrs.get("error", "") if node.op == "check" else ""
+            message = node.attrs.get("message", "") if node.op == "check" else ""
+            label = f"{node.op}" + (f" ({what or 'ValueError'}: {message})" if node.op == "check" else "")
+            loc = node.loc
+            found.append((label, getattr(loc, "filename", None), getattr(loc, "lineno", None)))
+    return found
 
 
 def _output_spec(tx: TraceContext, value: Any, outputs: list[Any]) -> Any:
@@ -87,6 +129,9 @@ def _output_spec(tx: TraceContext, value: Any, outputs: list[Any]) -> Any:
         return ("source", compile(source.code, "<jitgraph output>", "eval"))
     if is_namedtuple(value):  # rebuilt as the same namedtuple type, not a plain tuple
         return ("namedtuple", type(value), tuple(_output_spec(tx, v, outputs) for v in value))
+    if isinstance(value, Yielded):
+        tx.graph_break("returning a generator from a compiled function (the tracer runs generators it creates at "
+                       "once, so it cannot hand one back)")
     if isinstance(value, tuple) and type(value) is not tuple:
         tx.graph_break(f"returning a {type(value).__name__} (a tuple subclass) from a compiled function")
     if isinstance(value, tuple):
