@@ -98,13 +98,14 @@ def jitgraph_wrapped(fn: Any) -> Any:
     None. Calling such a wrapper inside a trace is calling the function it wraps: tracing the wrapper's ``__call__``
     would trace the driver's cache machinery instead of the user's code. The wrapper is recognised without
     importing the driver (a layer above): a class defined in the jitgraph package whose instance carries
-    ``__wrapped__`` (set by ``functools.update_wrapper``) holding a Python function."""
+    ``__wrapped__`` (set by ``functools.update_wrapper``) holding the callable it compiles."""
     if isinstance(fn, types.FunctionType | types.MethodType | type):
         return None
     if not (getattr(type(fn), "__module__", None) or "").startswith("jitgraph."):
         return None
-    wrapped = getattr(fn, "__dict__", {}).get("__wrapped__")
-    return wrapped if isinstance(wrapped, types.FunctionType | types.MethodType) else None
+    instance_dict = getattr(fn, "__dict__", None)
+    wrapped = instance_dict.get("__wrapped__") if isinstance(instance_dict, dict) else None
+    return wrapped if callable(wrapped) else None
 
 
 def _table_get(table: dict[Any, Any], fn: Any) -> Any:

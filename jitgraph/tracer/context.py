@@ -214,9 +214,10 @@ class TraceContext:
         array = self.caller_array(buffer)
         if type(array) is not np.ndarray or buffer.input_index in self._writes_checked:
             return  # device arrays have no read-only flag
-        self._writes_checked.add(buffer.input_index)
-        source = self._input_sources.get(buffer.input_index)
         writeable = bool(array.flags.writeable)
+        if writeable:  # (a read-only one breaks every time: a region that catches the break retries unrolled)
+            self._writes_checked.add(buffer.input_index)
+        source = self._input_sources.get(buffer.input_index)
         if source is not None:
             self.guards.add(f"{'' if writeable else 'not '}{source.code}.flags.writeable",
                             f"{source.name} is {'' if writeable else 'not '}writeable (it is written in place)")

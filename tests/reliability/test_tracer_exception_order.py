@@ -103,7 +103,21 @@ def read_only_is_read(a, b):
     return a * b
 
 
-CASES = [b_then_a, a_then_b, setitem_second, slice_store, out_argument, copyto_second, through_a_view,
+def in_a_loop(a, b):
+    for i in range(3):
+        a += 1
+        b[i] = 0.0
+    return a
+
+
+def in_a_branch(a, b):
+    a += 1
+    if a.sum() > 0:
+        b += 1
+    return a
+
+
+CASES = [in_a_loop, in_a_branch, b_then_a, a_then_b, setitem_second, slice_store, out_argument, copyto_second, through_a_view,
          read_only_is_read]
 
 

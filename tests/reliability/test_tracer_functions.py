@@ -75,6 +75,29 @@ def test_calling_a_compiled_helper_traces_the_helper() -> None:
     assert not f.break_reasons()
 
 
+class Affine:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __call__(self, v):
+        return v * self.scale + 1
+
+
+def test_calling_a_compiled_callable_object_traces_its_call() -> None:
+    affine = Affine(2.0)
+    helper = jitgraph.compile(affine, backend="eager")
+
+    def outer(x):
+        return helper(x) - 1
+
+    f = jitgraph.compile(outer, backend="eager")
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(f(x), x * 2.0)
+    affine.scale = 3.0  # the attribute read through the wrapper is guarded
+    np.testing.assert_array_equal(f(x), x * 3.0)
+    assert not f.break_reasons()
+
+
 # ---- guards never embed repr text -------------------------------------------------------------------------------
 class Mode(enum.Enum):
     FAST = 1
