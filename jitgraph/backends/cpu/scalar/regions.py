@@ -14,8 +14,7 @@ import os
 from jitgraph.backends.cpu.scalar import bounds
 from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
 from jitgraph.backends.cpu.scalar.depend import Verdict, const_int, independent, nonneg
-from jitgraph.backends.cpu.scalar.scope import Scope
-from jitgraph.backends.cpu.scalar.scope import is_array as _is_array
+from jitgraph.backends.cpu.scalar.scope import Scope, is_array
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import trip_count
 from jitgraph.ir.ops.indexing import Operand
@@ -25,9 +24,9 @@ def _carry_in(em: Emitter, node: Node, inits: tuple[Node, ...], names: list[str]
     """Bind each carried slot before the loop; returns which array inits were donated (not copied)."""
     donated = []
     for init, name in zip(inits, names):
-        give = _is_array(init) and em.scope.dead_after(init, node)
+        give = is_array(init) and em.scope.dead_after(init, node)
         donated.append(give)
-        copy = _is_array(init) and not give
+        copy = is_array(init) and not give
         em.write(indent, f"{name} = {em.var[init]}{'.copy()' if copy else ''}")
     return donated
 
@@ -42,12 +41,12 @@ def _carry_out(em: Emitter, body: Graph, carried: tuple[Node, ...], outs: list[s
     assigns, in_place = [], []
     for node, slot, expr in zip(body.outputs, carried, outs):
         name = em.var[slot]
-        same = _is_array(node) and node not in scope.view and scope.roots.get(node) == frozenset({slot})
+        same = is_array(node) and node not in scope.view and scope.roots.get(node) == frozenset({slot})
         if expr == name or same:
             in_place.append(True)
             continue
         in_place.append(False)
-        if _is_array(node) and not scope.exclusive(node):
+        if is_array(node) and not scope.exclusive(node):
             expr = f"{expr}.copy()"
         assigns.append((name, expr))
     if len(assigns) == 1:
@@ -61,7 +60,7 @@ def _result_roots(em: Emitter, node: Node, inits: tuple[Node, ...], donated: lis
                   in_place: list[bool]) -> list[tuple[frozenset[Node], str]]:
     out = []
     for init, give, same in zip(inits, donated, in_place):
-        if _is_array(init) and give and same:
+        if is_array(init) and give and same:
             out.append((em.scope.roots[init], "same"))
         else:
             out.append((frozenset(), "owned"))
@@ -87,7 +86,7 @@ def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
     per iteration (a nested loop or whole-array ops) and at most one enclosing loop (launches per outer trip)."""
     if em.loop_depth > 1:
         return Verdict(False, "independent, but nested two loops deep (one parallel launch per outer iteration)")
-    if not any(n.regions or (_is_array(n) and n.op not in ("setitem", "getitem", "tuple_get")) for n in body.nodes
+    if not any(n.regions or (is_array(n) and n.op not in ("setitem", "getitem", "tuple_get")) for n in body.nodes
                if n.op not in ("input", "const")):
         return Verdict(False, "independent, but each iteration is a few scalar operations (not worth a launch)")
     return None
@@ -160,7 +159,7 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
 def _dot_operand(em: Emitter, g: Node, induction: Node, invariants: set[Node], dtype: object) -> str | None:
     """``x[j, k]`` (k the induction variable, every other index invariant, all proven in bounds) as the 1-D view
     text ``x[j, :]`` that :func:`runtime.dot_range` walks; None when ``g`` is not of that form."""
-    if g.op != "getitem" or g.inputs[0] not in invariants or not _is_array(g.inputs[0]):
+    if g.op != "getitem" or g.inputs[0] not in invariants or not is_array(g.inputs[0]):
         return None
     x, *ops = g.inputs
     spec = g.attrs["spec"]
@@ -307,7 +306,7 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
 
 def _same_operand(out: Node, region: Graph, scope: Scope, donated: list[bool]) -> int | None:
     """The donated operand whose buffer a branch result *is* (updated in place or passed through), else None."""
-    if not _is_array(out) or out in scope.view:
+    if not is_array(out) or out in scope.view:
         return None
     for j, inp in enumerate(region.inputs):
         if donated[j] and scope.roots.get(out) == frozenset({inp}):
@@ -319,7 +318,7 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
     """``if``/``else``; a result that is, in both branches, the same donated operand's buffer (the ``if d < D[i,
     j]: D[i, j] = d`` pattern) keeps the operand's variable: no result variable, no rebinding of the array."""
     pred, *operands = node.inputs
-    donated = [_is_array(o) and em.scope.dead_after(o, node) for o in operands]
+    donated = [is_array(o) and em.scope.dead_after(o, node) for o in operands]
     n_out = len(node.regions[0].outputs)
     names = [f"{em.vname(node)}_{k}" for k in range(n_out)]
     status = ["owned"] * n_out
@@ -335,7 +334,7 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
         for k, (out, expr, name) in enumerate(zip(region.outputs, outs, names)):
             assigned.append((len(em.lines), _same_operand(out, region, scope, donated)))
             em.write(indent + 1, f"{name} = {expr}")
-            if not _is_array(out):
+            if not is_array(out):
                 continue
             if not scope.exclusive(out):
                 status[k] = "shared"
