@@ -14,6 +14,7 @@ reasons.
 
 from __future__ import annotations
 
+import keyword
 import math
 import types
 from collections.abc import Callable
@@ -34,7 +35,10 @@ class Source:
     name: str
 
     def attr(self, attr: str) -> Source:
-        return Source(f"{self.code}.{attr}", f"{self.name}.{attr}")
+        """``self.attr``; a name that is not an identifier (``setattr(o, "x-y", v)``) is read with ``getattr``."""
+        if attr.isidentifier() and not keyword.iskeyword(attr):
+            return Source(f"{self.code}.{attr}", f"{self.name}.{attr}")
+        return Source(f"getattr({self.code}, {attr!r})", f"getattr({self.name}, {attr!r})")
 
     def item(self, key: Any, bind: Callable[[Any], str] | None = None) -> Source:
         """``self[key]``. Only keys whose ``repr`` is their own exact literal (ints, strings, ...) are written into

@@ -21,6 +21,10 @@ from jitgraph.tracer.values import TArray, Yielded, is_plain
 
 @dataclass
 class TraceResult:
+    """One traced call. ``extra`` holds what only some consumers need: ``leaf_names`` (the graph inputs' readable
+    names) and, for a trace with a graph, ``may_raise`` (:func:`raising_checks`: the run-time checks that can raise
+    on the data, which the driver needs to keep eager's order of effects when a mutating graph raises)."""
+
     graph: Graph | None
     out_spec: Any
     guards: GuardSet

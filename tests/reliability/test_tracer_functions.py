@@ -134,13 +134,37 @@ def test_source_item_binds_non_literal_keys() -> None:
         Source("A[0]", "d").item(1.5)
 
 
+class Holder:
+    pass
+
+
+def test_attribute_names_that_are_not_identifiers() -> None:
+    holder = Holder()
+    setattr(holder, "x-y", 2.0)
+
+    def f(x):
+        return x * getattr(holder, "x-y")
+
+    compiled = jitgraph.compile(f, backend="eager")
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(compiled(x), f(x))
+    assert not compiled.break_reasons()  # was: "guards could not be checked" (``K[1].x-y`` is a subtraction)
+    setattr(holder, "x-y", 3.0)
+    np.testing.assert_array_equal(compiled(x), f(x))
+
+
 def test_dict_argument_with_non_literal_keys() -> None:
     def f(d):
+        d[Mode.FAST] += 1  # guarded on its writeability, through the key
         return d[np.float64(1.5)] * 2 + d[Mode.FAST]
 
     compiled = jitgraph.compile(f, backend="eager")
-    d = {np.float64(1.5): np.arange(3.0), Mode.FAST: np.ones(3)}
-    np.testing.assert_array_equal(compiled(d), f(d))
+    for _ in range(2):
+        d = {np.float64(1.5): np.arange(3.0), Mode.FAST: np.ones(3)}
+        e = {k: v.copy() for k, v in d.items()}
+        np.testing.assert_array_equal(compiled(d), f(e))
+        np.testing.assert_array_equal(d[Mode.FAST], e[Mode.FAST])
+    assert not compiled.break_reasons() and compiled.cache_info().entries == 1
 
 
 # ---- generators and coroutines ----------------------------------------------------------------------------------
