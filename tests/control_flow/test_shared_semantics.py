@@ -82,6 +82,26 @@ def test_broadcasting_array_op_in_a_loop_body_is_a_loop_nest() -> None:
     check_against_eager(g, driver, [np.arange(12.0).reshape(3, 4), np.array([1.0, -2.0, 0.5, 3.0])])
 
 
+def test_full_reductions_in_a_loop_body_use_the_shared_accumulators() -> None:
+    """prod/any/all (and max of booleans) over a whole array: accumulation loops with the table's identities."""
+    b = GraphBuilder()
+    a = b.input(TensorType((2, 3), F64), "a")
+    full = {"axis": (0, 1), "keepdims": False}
+
+    def body(rb: GraphBuilder, i: Node, acc: Node) -> list[Node]:
+        positive = rb.op("greater", a, i)
+        terms = [rb.op("prod", a, **full), rb.op("any", positive, **full), rb.op("all", a, **full),
+                 rb.op("max", positive, **full)]
+        return [rb.op("add", acc, rb.op("add", rb.op("add", terms[0], terms[1]), rb.op("add", terms[2], terms[3])))]
+
+    (out,) = build_loop(b, 0, 4, 1, [b.const(np.float64(0.0))], body)
+    g = b.build([out])
+    driver = compile_regions(g)
+    assert "np.prod" not in driver.source and "np.any" not in driver.source, driver.source
+    check_against_eager(g, driver, [np.array([[1.5, -2.0, 3.0], [0.5, 2.5, np.nan]])])
+    check_against_eager(g, driver, [np.array([[1.5, -2.0, 3.0], [0.0, 2.5, 1.0]])])
+
+
 def test_a_fusion_group_and_its_reduction_are_one_sweep() -> None:
     """``x = 0.5 * (a + 1)`` and ``abs(x * x - a).max()``, one kernel in the pipeline's plan: one loop here."""
     b = GraphBuilder()

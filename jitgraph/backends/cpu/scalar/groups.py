@@ -16,6 +16,7 @@ member (:func:`emit_members`), where :func:`.scope.plan_inline` decides which va
 from __future__ import annotations
 
 from jitgraph.backends import emitter_table as shared
+from jitgraph.backends.cpu import emitters as cpu_emitters
 from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, wrap
 from jitgraph.backends.cpu.scalar.regions import bind
 from jitgraph.backends.cpu.scalar.scope import Scope, is_array
@@ -23,7 +24,7 @@ from jitgraph.ir.fusion_groups import GroupInfo, group_info, is_scalar_closure
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 
-LOOP_REDUCTIONS = ("sum", "max", "min", "prod")
+LOOP_REDUCTIONS = ("sum", "max", "min", "prod", "any", "all")
 
 
 def emit_fused(em: Emitter, node: Node, indent: int) -> None:
@@ -74,7 +75,7 @@ def _one_sweep(node: Node) -> GroupInfo | None:
         kind = OPS[n.op].kind
         if kind is OpKind.REDUCTION:
             if n.op not in LOOP_REDUCTIONS or n.attrs.get("keepdims") or n.attrs.get("dtype") is not None \
-                    or n.inputs[0].tensor_type.size == 0 or n.inputs[0].tensor_type.dtype.kind not in "iuf":
+                    or n.inputs[0].tensor_type.size == 0 or n.inputs[0].tensor_type.dtype.kind not in "iufb":
                 return None
         elif kind is not OpKind.ELEMENTWISE or n.op == "setitem" and len(n.inputs) != 2:
             return None
@@ -132,8 +133,10 @@ def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[
         if OPS[n.op].kind is OpKind.REDUCTION:
             (x,) = n.inputs
             acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-            value = cast_text(operand(x, n) if x in texts else f"{em.var[x]}[{index}]", x.tensor_type.dtype, acc)
-            em.write(inner, f"{names[n]} = {shared.reduction_combine(n.op, names[n], value)}")
+            value = operand(x, n) if x in texts else f"{em.var[x]}[{index}]"
+            if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
+                value = cast_text(value, x.tensor_type.dtype, acc)
+            em.write(inner, f"{names[n]} = {cpu_emitters.reduction_combine(n.op, names[n], value)}")
             continue
         text = wrap(em.op_text(n, [operand(i, n) for i in n.inputs]), n.tensor_type.dtype)
         readers = sum(u.inputs.count(n) for u in dict.fromkeys(users.get(n, ()))) + (n in escaping)

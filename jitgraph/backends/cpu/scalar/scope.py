@@ -14,7 +14,7 @@ from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.types import TensorType
 
 WRITERS = {"setitem", "scatter_add", "loop", "while", "cond"}
-FUSED_REDUCTIONS = {"sum", "max", "min"}
+FUSED_REDUCTIONS = {"sum", "max", "min", "prod", "any", "all"}
 
 
 def is_array(node: Node) -> bool:
@@ -30,11 +30,13 @@ def fusable(node: Node) -> bool:
 
 
 def reducible(node: Node) -> bool:
-    """A full reduction written as a loop: sum/max/min over every axis of a numeric array, keepdims off."""
+    """A full reduction written as a loop: sum/max/min/prod/any/all over every axis of a non-empty array (booleans
+    and numbers), keepdims off. ``mean`` stays NumPy's call: the shared table accumulates a float32 mean in float64,
+    which differs from NumPy's float32 sum in the last bits."""
     if node.op not in FUSED_REDUCTIONS or node.attrs.get("keepdims") or node.attrs.get("dtype") is not None:
         return False
     (x,) = node.inputs
-    if not is_array(x) or x.tensor_type.dtype.kind not in "iuf" or x.tensor_type.size == 0:
+    if not is_array(x) or x.tensor_type.dtype.kind not in "iufb" or x.tensor_type.size == 0:
         return False
     return tuple(node.attrs["axis"]) == tuple(range(x.tensor_type.ndim))
 
