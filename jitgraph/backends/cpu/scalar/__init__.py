@@ -3,9 +3,10 @@
 Use :func:`compile_regions` (raises :class:`~jitgraph.errors.UnsupportedError` when some node has no emitter or
 Numba rejects the source) or :func:`compile_or_eager`, which falls back to the reference interpreter and says why.
 
-Layout: :mod:`.core` (the Emitter), :mod:`.scope` (buffer bookkeeping), :mod:`.bounds` and :mod:`.depend` (what is
-proven about indices and iterations), the construct emitters :mod:`.ops`, :mod:`.indexing`, :mod:`.regions` and the
-loop nests of :mod:`.fuse`, gathered in :mod:`.table`; :mod:`.driver` compiles and runs the result.
+Layout: :mod:`.core` (the Emitter; scalar expressions come from the CPU backend's emitter table), :mod:`.scope`
+(buffer bookkeeping), :mod:`.bounds` and :mod:`.depend` (what is proven about indices and iterations), the construct
+emitters :mod:`.ops`, :mod:`.indexing`, :mod:`.regions`, :mod:`.groups` (the pipeline's ``fused`` kernel groups)
+and the loop nests of :mod:`.loopnest`, gathered in :mod:`.table`; :mod:`.driver` compiles and runs the result.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each node becomes one statement ``v12 = ...`` named after its printed name ``%12``, so the source reads side by side
 with the IR dump. Regions become real ``for``/``while``/``if`` statements (:mod:`.regions`), whole-array ops inside
-bodies become explicit loop nests (:mod:`.fuse`) that Numba compiles into the same function.
+bodies become explicit loop nests (:mod:`.loopnest`) that Numba compiles into the same function.
 
 What an op computes is not decided here: every scalar expression comes from the CPU backend's emitter table
 (:mod:`jitgraph.backends.cpu.emitters`, the shared :mod:`jitgraph.backends.emitter_table`), which casts operands to

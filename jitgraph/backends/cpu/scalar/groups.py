@@ -83,6 +83,8 @@ def _one_sweep(node: Node) -> GroupInfo | None:
         info = group_info(node)
     except TypeError:  # not a group the fusion pass would make: emit it member by member
         return None
+    if not info.domain:
+        return None  # 0-d members only: nothing to sweep
     if info.raxes and set(info.raxes) != set(range(len(info.domain))):
         return None  # a reduction over some axes: per outer index, one sweep per level
     if any(info.level[n] > 0 and OPS[n.op].kind is not OpKind.REDUCTION for n in members):

@@ -3,12 +3,12 @@ index checks that make a bad index raise NumPy's IndexError.
 
 An index the bounds analysis (:mod:`.bounds`) proves in range is used as is; every other is checked with one
 compare. ``setitem`` stores in place when the old array is dead (:meth:`.scope.Scope.dead_after`), else into a copy;
-a slice region is stored by a loop nest (:func:`.fuse.emit_store`).
+a slice region is stored by a loop nest (:func:`.loopnest.emit_store`).
 """
 
 from __future__ import annotations
 
-from jitgraph.backends.cpu.scalar import bounds, fuse
+from jitgraph.backends.cpu.scalar import bounds, loopnest
 from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.depend import nonneg
 from jitgraph.backends.cpu.scalar.scope import is_array
@@ -120,7 +120,7 @@ def emit_setitem(em: Emitter, node: Node, indent: int) -> None:
         em.scope.fresh(node, owned=True)
     if is_array(value) or any(isinstance(e, slice) or e is Ellipsis for e in node.attrs["spec"]) \
             or len(node.attrs["spec"]) < xt.ndim:
-        fuse.emit_store(em, target, node, indent, safe)
+        loopnest.emit_store(em, target, node, indent, safe)
     else:
         index = index_text(em, node.attrs["spec"], tuple(ops), safe)
         em.write(indent, f"{target}[{index}] = {em.cast(value, xt.dtype)}")

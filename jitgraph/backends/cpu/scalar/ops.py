@@ -1,13 +1,13 @@
 """Emitters for the driver's value ops: constants, elementwise ops, reductions, small linear algebra, array
 creation, checks and tuple results. Elementwise scalars go through the shared emitter table
-(:meth:`.core.Emitter.op_text`); elementwise arrays and full reductions become loop nests (:mod:`.fuse`).
+(:meth:`.core.Emitter.op_text`); elementwise arrays and full reductions become loop nests (:mod:`.loopnest`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from jitgraph.backends.cpu.scalar import fuse
+from jitgraph.backends.cpu.scalar import loopnest
 from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
 from jitgraph.backends.cpu.scalar.scope import is_array, reducible
 from jitgraph.errors import UnsupportedError
@@ -36,14 +36,14 @@ def emit_elementwise(em: Emitter, node: Node, indent: int) -> str | None:
     if node in em.scope.inline:
         return None  # computed inside its consumer's loop nest
     if is_array(node):
-        fuse.emit_map(em, node, indent)
+        loopnest.emit_map(em, node, indent)
         return None
     return em.op_text(node, [em.var[i] for i in node.inputs])
 
 
 def emit_reduction(em: Emitter, node: Node, indent: int) -> str | None:
     if reducible(node):
-        fuse.emit_reduce(em, node, indent)
+        loopnest.emit_reduce(em, node, indent)
         return None
     (x,) = node.inputs
     xt = x.tensor_type
