@@ -345,13 +345,14 @@ class RegionInfo:
 
 
 def describe_regions(graph: Graph, parallel: Sequence[Node] = ()) -> list[RegionInfo]:
-    """Every region node of ``graph`` (nested ones included) in print order; ``parallel`` = loops made prange."""
+    """Every control-flow region node of ``graph`` (loop, while, cond; nested ones included) in print order;
+    ``parallel`` = loops made prange. A ``fused`` node's body is a kernel, not control flow: it is not listed."""
     names = node_names(graph)
     out: list[RegionInfo] = []
 
     def walk(g: Graph, depth: int) -> None:
         for node in g.nodes:
-            if node.regions:
+            if node.regions and node.op != "fused":
                 out.append(RegionInfo(names[node], node.op, depth, trip_count(node), node in parallel,
                                       str(node.loc) if node.loc else ""))
                 for region in node.regions:
