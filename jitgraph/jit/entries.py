@@ -13,6 +13,7 @@ from typing import Any
 from jitgraph.backends.base import CompiledGraph
 from jitgraph.ir.graph import Graph
 from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.effects import FAST, raise_policy
 from jitgraph.jit.stages import Compiled, Lowered, Traced, alias_texts
 from jitgraph.tracer.guards import GuardSet
 
@@ -36,6 +37,11 @@ class Entry:
     alias: tuple | None = field(init=False)
     compiled: CompiledGraph | None = None
     build: Any = None
+    # ``fast``: the dispatch loop runs ``compiled`` directly (a graph entry whose raise needs no care, effects.py);
+    # otherwise ``on_raise`` says what a raise needs (effects.RERUN or effects.SNAPSHOT of ``mutated`` leaves).
+    fast: bool = False
+    on_raise: str = FAST
+    mutated: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias
@@ -49,6 +55,14 @@ class Entry:
         if stage is not None:
             self.times["backend"] = stage.seconds
             self.compiled, self.build, self.mode = stage.artifact, stage.build, "graph"
+            self.mutated = tuple(i for i, _ in lowered.graph.mutations)
+            self.on_raise = raise_policy(lowered.graph, self.traced.result.extra.get("may_raise"))
+            self.fast = self.on_raise == FAST
+
+    def demote(self, reason: BreakReason) -> None:
+        """Run eagerly from now on (``fast`` first: a thread already past the check still runs the graph)."""
+        self.fast = False
+        self.mode, self.break_reason = "eager", reason
 
     @property
     def guards(self) -> GuardSet:
@@ -92,6 +106,8 @@ class Entry:
 
 @dataclass
 class CacheInfo:
+    """A snapshot of a compiled function's counters (``CompiledFunction.cache_info()``)."""
+
     hits: int = 0
     misses: int = 0
     recompiles: int = 0

@@ -5,21 +5,30 @@ return value) or ``eager`` (a recorded break: call the original function). Both 
 guards, so a function that cannot be captured is traced once per guard set, not once per call. A miss compiles
 through the public stages (``trace_stage`` -> ``Traced.lower()`` -> ``Lowered.compile()``, see stages.py); the
 entry keeps them.
+
+Threads: a warm call takes no lock (it reads the table, whose per-key tuples are replaced, never edited, and bumps
+counters that are single C calls). A miss takes the function's compile lock, looks again (another thread may have
+compiled that entry meanwhile: it waited and now runs it), then traces, compiles, runs the entry once and only
+then publishes it, so other threads never run an entry whose first run (where lazily built kernels compile) has
+not finished, and an interrupted compile (KeyboardInterrupt) leaves nothing behind. Recompile reasons, the
+dynamic-int state and the recompile limit change only under that lock.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import logging
+import sys
+import threading
 import types
 from typing import Any
-
-import numpy as np
 
 from jitgraph.errors import BackendError
 from jitgraph.inspect.result import ExplainResult
 from jitgraph.ir.graph import Graph
+from jitgraph.jit import effects
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
@@ -39,6 +48,11 @@ log_guards = logging.getLogger("jitgraph.guards")
 log_perf = logging.getLogger("jitgraph.perf")
 
 
+def _tally(counter: itertools.count) -> int:
+    """How many times ``next(counter)`` ran (``count(n)`` is its repr): counters threads bump without a lock."""
+    return int(repr(counter)[6:-1])
+
+
 class CompiledFunction:
     """What ``@jitgraph.compile`` returns. Call it like the original function; ``trace(*args)`` gives the first
     stage of a compile without touching the cache."""
@@ -52,9 +66,19 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.cache_limit = cache_limit
         self.options = dict(options or {})
-        self._table: dict[tuple, list[Entry]] = {}
+        # Reentrant: a recursive function's eager fallback calls this object again on the same thread.
+        self._lock = threading.RLock()
+        self._table: dict[tuple, tuple[Entry, ...]] = {}
         self.entries: list[Entry] = []
-        self._info = CacheInfo()
+        self._clear()
+
+    def _clear(self) -> None:
+        self._table = {}
+        self.entries.clear()
+        self._hits = itertools.count()  # bumped on the lock-free warm path (next() is one C call)
+        self._fallbacks = itertools.count()
+        self._misses = 0  # these change under the lock only
+        self._recompiles = 0
         self._reasons: list[str] = []
         self._sites: list[str] = []  # the user's call site of each recompile (``train.py:14``)
         self._failing: collections.Counter[str] = collections.Counter()
@@ -73,11 +97,24 @@ class CompiledFunction:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else types.MethodType(self, obj)
 
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickle by reference, as functions are: a module-level compiled function is saved as ``module.qualname``
+        and unpickles to that module's object (a spawned worker gets its own, with its own cache). One that is not
+        reachable under its name is rebuilt from the function it wraps and its options."""
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        target: Any = module
+        for part in getattr(self, "__qualname__", "<locals>").split("."):
+            target = getattr(target, part, None)
+        if target is self:
+            return self.__qualname__
+        return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit, self.options))
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The key and the graph see dynamic ints wrapped (dynamic_ints.py); eager calls get the caller's own values.
         user_args, user_kwargs = args, kwargs
-        if self._dynamic:
-            args, kwargs = dynamic_ints.view(args, kwargs, self._dynamic)
+        dynamic = self._dynamic
+        if dynamic:
+            args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
         leaves: list[Any] = []
         entries = self._table.get(make_key(args, kwargs, leaves))
         if entries is not None:
@@ -92,12 +129,25 @@ class CompiledFunction:
                     all_leaves = leaves + extra if extra else leaves
                 if alias_pattern(all_leaves) != entry.alias:
                     continue
-                self._info.hits += 1
-                if entry.mode == "graph":
+                next(self._hits)
+                if entry.fast:
                     return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
-                self._info.fallbacks += 1
-                return self._fn(*user_args, **user_kwargs)
-        return self._miss(args, kwargs, make_key(args, kwargs, []), leaves, user_args, user_kwargs)
+                return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
+        return self._miss(user_args, user_kwargs)
+
+    def _find(self, key: tuple, leaves: list[Any], args: tuple, kwargs: dict[str, Any]
+              ) -> tuple[Entry, list[Any]] | None:
+        """The entry for this call and its leaves (the dispatch loop of ``__call__``, for the miss path)."""
+        for entry in self._table.get(key, ()):
+            all_leaves = leaves
+            if entry.check is not None:
+                extra = entry.check(args, kwargs)
+                if extra is None:
+                    continue
+                all_leaves = leaves + extra
+            if alias_pattern(all_leaves) == entry.alias:
+                return entry, all_leaves
+        return None
 
     # ---- the stages, public --------------------------------------------------------------------------------
     def trace(self, *args: Any, **kwargs: Any) -> Traced:
@@ -112,87 +162,136 @@ class CompiledFunction:
         return trace_stage(self._fn, args, kwargs, name=self.name, backend=self.backend, options=self.options,
                            dynamic=self._dynamic if dynamic is None else dynamic, result=result)
 
-    # ---- running an entry the first time -------------------------------------------------------------------
-    def _run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], user_args: tuple,
-             user_kwargs: dict[str, Any]) -> Any:
-        if entry.mode == "eager":
-            self._info.fallbacks += 1
+    # ---- running an entry -----------------------------------------------------------------------------------
+    def _run_slow(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                  user_kwargs: dict[str, Any]) -> Any:
+        """An entry that is not ``fast``: eager, or a graph that mutates arguments and may raise on its data
+        (effects.py): a raise is undone (SNAPSHOT) or was harmless (RERUN), and the call reruns eagerly, so
+        NumPy performs its own effects in its own order and raises its own exception."""
+        if entry.mode != "graph":
+            next(self._fallbacks)
             return self._fn(*user_args, **user_kwargs)
-        leaves = entry.traced.leaves if entry.traced.args is args else self._leaves_of(entry, args, kwargs)
-        # The first run of a new entry is where lazily built kernels compile; a backend bug found here must not
-        # reach the user. Inputs the graph mutates are snapshotted so a half-run graph can be undone before the
-        # eager rerun (side effects happen once).
-        mutations = entry.graph.mutations if entry.graph is not None else []
-        saved = [(leaves[i], np.array(leaves[i], copy=True)) for i, _ in mutations if isinstance(leaves[i], np.ndarray)]
+        saved = effects.snapshot(leaves, entry.mutated) if entry.on_raise == effects.SNAPSHOT else []
         try:
             outs = entry.compiled(leaves)
         except Exception as exc:
-            if entry.device or strict():
+            if entry.device:
                 raise
-            for target, before in saved:
-                np.copyto(target, before)
-            self._info.fallbacks += 1
-            try:
-                result = self._fn(*user_args, **user_kwargs)
-            except Exception as eager_exc:
-                # NumPy raising the same on this data (an index out of range) makes it the caller's error, and the
-                # compiled entry, which behaved as NumPy does, stays.
-                if not isinstance(eager_exc, type(exc)):
-                    self._demote(entry, exc)
+            effects.restore(saved)
+            return self._rerun_eagerly(entry, exc, user_args, user_kwargs)
+        return entry.build(outs, leaves, args, kwargs)
+
+    def _rerun_eagerly(self, entry: Entry, exc: Exception, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        """After the graph raised (arguments as before the call): the eager call decides. NumPy raising the same
+        (a math domain error, an index out of range) makes it the caller's error and the entry stays; NumPy
+        succeeding, or raising something else, is a backend bug: the entry runs eagerly from now on (under
+        JITGRAPH_STRICT=1 the graph's error is raised instead)."""
+        next(self._fallbacks)
+        try:
+            result = self._fn(*user_args, **user_kwargs)
+        except Exception as eager_exc:
+            if not isinstance(eager_exc, type(exc)):
+                self._demote(entry, exc)
+            raise
+        if strict():
+            raise exc
+        self._demote(entry, exc)
+        return result
+
+    def _first_run(self, entry: Entry, args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                   user_kwargs: dict[str, Any], reason: str | None, site: str) -> Any:
+        """Run a new graph entry once (under the compile lock), then publish it. The first run is where lazily
+        built kernels compile; a backend bug found here must not reach the user, so every input the graph mutates
+        is snapshotted and restored before the eager rerun (side effects happen once). Anything but an Exception
+        (KeyboardInterrupt) leaves the entry unpublished: the next call compiles afresh."""
+        leaves = entry.traced.leaves if entry.traced.args is args else self._leaves_of(entry, args, kwargs)
+        saved = effects.snapshot(leaves, entry.mutated)
+        try:
+            outs = entry.compiled(leaves)
+        except Exception as exc:
+            if entry.device or (strict() and entry.on_raise == effects.FAST):
+                self._publish(entry, reason, site)
                 raise
-            self._demote(entry, exc)
-            return result
+            effects.restore(saved)
+            self._publish(entry, reason, site)
+            return self._rerun_eagerly(entry, exc, user_args, user_kwargs)
+        self._publish(entry, reason, site)
         return entry.build(outs, leaves, args, kwargs)
 
     def _demote(self, entry: Entry, exc: BaseException) -> None:
-        log.warning("jitgraph: the %s backend failed on the first run of %s (%s: %s); this entry now runs "
-                    "eagerly", resolve_backend(self.backend), self.name, type(exc).__name__, exc)
-        entry.mode = "eager"
-        entry.break_reason = BreakReason(f"backend failed on first run: {type(exc).__name__}: {exc}", None, None)
+        log.warning("jitgraph: the %s backend failed on %s (%s: %s); this entry now runs eagerly",
+                    resolve_backend(self.backend), self.name, type(exc).__name__, exc)
+        with self._lock:
+            entry.demote(BreakReason(f"backend failed on a run: {type(exc).__name__}: {exc}", None, None))
+
+    def _publish(self, entry: Entry, reason: str | None, site: str) -> None:
+        """Make ``entry`` visible to the dispatch loop (under the lock); a recompile records why and where."""
+        if self.entries:
+            self._recompiles += 1
+            self._reasons.append(reason or "argument structure changed")
+            self._sites.append(site)
+        self._table[entry.key] = self._table.get(entry.key, ()) + (entry,)
+        self.entries.append(entry)
+        if entry.traced.dynamic != self._dynamic and entry.mode == "graph":
+            self._dynamic = entry.traced.dynamic
 
     # ---- slow path ------------------------------------------------------------------------------------------
-    def _miss(self, args: tuple, kwargs: dict[str, Any], key: tuple, leaves: list[Any], user_args: tuple,
-              user_kwargs: dict[str, Any]) -> Any:
-        self._info.misses += 1
-        if self._disabled:
-            return self._run_disabled(leaves, "it hit its recompile limit and now runs eagerly", user_args,
-                                      user_kwargs)
-        names = parameter_names(self._fn, len(args))
-        if self.entries:
-            reason = self._why_missed(key, describe(args, kwargs, names), args, kwargs)
-            if len(self.entries) >= self.cache_limit:
-                self._disabled = True
-                worst = self._failing.most_common(1)[0][0] if self._failing else reason
-                log_recompiles.warning(
-                    "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
-                    "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
-                    "that does not change.", self.name, self.cache_limit, worst)
-                return self._run_disabled(leaves, f"it hit its recompile limit ({worst})", user_args, user_kwargs)
-            self._info.recompiles += 1
-            self._reasons.append(reason)
-            self._sites.append(call_site())
-            log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
-                                len(self.entries) + 1, reason, self._sites[-1])
-        with compiling(self.name):
-            entry = self._compile_dynamic(user_args, user_kwargs)
-            if entry is not None:
-                self._reasons[-1] += " (now traced as a runtime value)"
-                args, kwargs = entry.traced.args, entry.traced.kwargs
+    def _miss(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        with self._lock:
+            # Under the lock: the dynamic ints may have changed, and another thread may have compiled this entry.
+            args, kwargs = user_args, user_kwargs
+            if self._dynamic:
+                args, kwargs = dynamic_ints.view(args, kwargs, self._dynamic)
+            leaves: list[Any] = []
+            key = make_key(args, kwargs, leaves)
+            found = self._find(key, leaves, args, kwargs)
+            if found is not None:
+                next(self._hits)
+                entry, leaves = found
             else:
-                entry = self._compile(self._trace(args, kwargs))
-        log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
-                         entry.mode, "\n  ".join(entry.guard_texts))
-        self._table.setdefault(entry.key, []).append(entry)
-        self.entries.append(entry)
-        self._info.entries = len(self.entries)
-        try:
-            return self._run(entry, args, kwargs, user_args, user_kwargs)
-        finally:
-            entry.traced.release()
+                self._misses += 1
+                if self._disabled:
+                    return self._run_disabled(leaves, "it hit its recompile limit and now runs eagerly", user_args,
+                                              user_kwargs)
+                names = parameter_names(self._fn, len(args))
+                reason, site = None, ""
+                if self.entries:
+                    reason = self._why_missed(key, describe(args, kwargs, names), args, kwargs)
+                    if len(self.entries) >= self.cache_limit:
+                        self._disabled = True
+                        worst = self._failing.most_common(1)[0][0] if self._failing else reason
+                        log_recompiles.warning(
+                            "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
+                            "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
+                            "that does not change.", self.name, self.cache_limit, worst)
+                        return self._run_disabled(leaves, f"it hit its recompile limit ({worst})", user_args,
+                                                  user_kwargs)
+                    site = call_site()
+                    log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
+                                        len(self.entries) + 1, reason, site)
+                with compiling(self.name):
+                    entry = self._compile_dynamic(user_args, user_kwargs)
+                    if entry is not None:
+                        reason = (reason or "an int argument changed") + " (now traced as a runtime value)"
+                        args, kwargs = entry.traced.args, entry.traced.kwargs
+                    else:
+                        entry = self._compile(self._trace(args, kwargs))
+                log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
+                                 entry.mode, "\n  ".join(entry.guard_texts))
+                try:
+                    if entry.mode == "graph":
+                        return self._first_run(entry, args, kwargs, user_args, user_kwargs, reason, site)
+                    self._publish(entry, reason, site)
+                finally:
+                    entry.traced.release()
+        # A hit found under the lock, or a new eager entry: run it without holding the lock.
+        if entry.fast:
+            return entry.build(entry.compiled(leaves), leaves, args, kwargs)
+        return self._run_slow(entry, leaves, args, kwargs, user_args, user_kwargs)
 
     def _run_disabled(self, leaves: list[Any], why: str, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
         refuse_eager_on_device(self.name, leaves, why, None, RECOMPILE_HINT)
-        self._info.fallbacks += 1
+        next(self._fallbacks)
         return self._fn(*user_args, **user_kwargs)
 
     def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Entry | None:
@@ -218,8 +317,7 @@ class CompiledFunction:
         if entry.mode != "graph":  # the backend failed: the static trace will fail or fall back the same way
             self._static |= new
             return None
-        self._dynamic = dynamic
-        return entry
+        return entry  # self._dynamic becomes ``dynamic`` when the entry is published
 
     def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
         same_key = self._table.get(key)
@@ -285,20 +383,22 @@ class CompiledFunction:
 
     # ---- inspection -----------------------------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
-        self._info.entries = len(self.entries)
-        return CacheInfo(**vars(self._info))
+        with self._lock:
+            return CacheInfo(hits=_tally(self._hits), misses=self._misses, recompiles=self._recompiles,
+                             fallbacks=_tally(self._fallbacks), entries=len(self.entries))
 
     def recompile_reasons(self, with_site: bool = False) -> list[str]:
         """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""
-        if with_site:
-            return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
-        return list(self._reasons)
+        with self._lock:
+            if with_site:
+                return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
+            return list(self._reasons)
 
     def explain(self, output: Any = None) -> ExplainResult:
         """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
         renders it."""
         return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
-                             fallbacks=self._info.fallbacks, output=output)
+                             fallbacks=_tally(self._fallbacks), output=output)
 
     def break_reasons(self) -> list[BreakReason]:
         return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]
@@ -311,13 +411,6 @@ class CompiledFunction:
         return [e.stage for e in self.entries if e.stage is not None and e.mode == "graph"]
 
     def reset(self) -> None:
-        self._table.clear()
-        self.entries.clear()
-        self._info = CacheInfo()
-        self._reasons.clear()
-        self._sites.clear()
-        self._failing.clear()
-        self._disabled = False
-        self._dynamic = frozenset()
-        self._static.clear()
-        self._last_ints = {}
+        """Forget every entry and counter (a thread in the middle of a call finishes it with what it found)."""
+        with self._lock:
+            self._clear()

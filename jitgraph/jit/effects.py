@@ -1,0 +1,65 @@
+"""The order of effects when a compiled graph raises: what a cache entry must do so that a call that raises leaves
+the caller's arrays exactly as eager NumPy would.
+
+Eager code performs each in-place update as it reaches it and stops at the first operation that raises: the
+updates before it happen, the ones after it do not. A compiled graph computes in its own order (a run-time check
+on a scalar runs before the kernel that performs an earlier update; a kernel may write an argument in place and
+then fail on a later element), so when it raises, the driver reruns the call eagerly, and NumPy performs exactly
+its own effects and raises its own exception. The rerun needs the arguments as they were before the call:
+
+* ``FAST``: nothing to do -- the graph cannot raise on its data, or it mutates no argument (then a raise has no
+  effects to order, and it is the same error NumPy raises);
+* ``RERUN``: every node that may raise runs before the first node that reads (so may write) a mutated argument,
+  so a raise leaves the arguments untouched: rerun eagerly, no copy (a check on ``1 - beta ** t`` before an
+  optimizer's update kernel: the common case, and it costs nothing until it raises);
+* ``SNAPSHOT``: a node that may raise can run after a write: copy the mutated arguments before every call, and
+  restore them before the rerun.
+
+Which nodes may raise is the IR's answer (:func:`jitgraph.ir.graph.may_raise`: run-time checks, integer powers,
+gathers with index arrays), plus stores through index arrays (``x[idx] = v``, ``np.add.at``), which the IR leaves
+out of its list (it only needs it for liveness, and a store is live anyway) but which raise on an index out of
+range; the tracer's list (``TraceResult.extra["may_raise"]``) counts too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, Node, may_raise
+
+FAST, RERUN, SNAPSHOT = "fast", "rerun", "snapshot"
+
+
+def raise_policy(graph: Graph, traced_may_raise: Any = None) -> str:
+    """FAST, RERUN or SNAPSHOT for the lowered ``graph`` (the one the backend runs, in node order)."""
+    if not graph.mutations:
+        return FAST
+    raising = [k for k, n in enumerate(graph.nodes) if _raises(n)]
+    if not raising:
+        # The tracer saw a node that may raise and the lowered graph shows none: trust neither, copy.
+        return SNAPSHOT if traced_may_raise else FAST
+    mutated = {graph.inputs[i] for i, _ in graph.mutations}
+    first_reader = next((k for k, n in enumerate(graph.nodes) if any(i in mutated for i in n.inputs)),
+                        len(graph.nodes))
+    return RERUN if raising[-1] < first_reader else SNAPSHOT
+
+
+def _raises(node: Node) -> bool:
+    if may_raise(node):
+        return True
+    if node.regions:
+        return any(_raises(n) for region in node.regions for n in region.nodes)
+    return node.op in ("setitem", "scatter_add") and any(getattr(i.type, "ndim", 0) > 0 for i in node.inputs[2:])
+
+
+def snapshot(leaves: list[Any], indices: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Copies of the host arrays at ``indices`` of ``leaves`` (the mutated arguments), to restore after a raise."""
+    return [(leaves[i], np.array(leaves[i], copy=True)) for i in indices
+            if isinstance(leaves[i], np.ndarray) and leaves[i].flags.writeable]
+
+
+def restore(saved: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    for target, before in saved:
+        np.copyto(target, before)
