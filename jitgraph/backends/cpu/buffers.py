@@ -5,12 +5,15 @@ the kernel a page fault and a page of zeroing each: measured here, 0.9 ms of a 4
 NumPy pays that for every temporary; a compiled function called in a loop need not. Each kernel output keeps a
 :class:`OutputSlot` holding the arrays it handed out; when one of them is referenced by nothing but the slot (the
 caller dropped the result, and no view, memoryview or other array refers to it), the next call writes into it
-again. Anything still referenced is left alone, so results a caller keeps are never overwritten.
+again. Anything still referenced is left alone, so results a caller keeps are never overwritten: a weak reference
+(``weakref.ref``, a ``WeakValueDictionary`` entry) counts too, since the caller can still reach the array through it
+and would see the next call's values.
 """
 
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
@@ -33,7 +36,7 @@ class OutputSlot:
 
     def take(self) -> np.ndarray:
         for array in self.arrays:
-            if sys.getrefcount(array) == _FREE_REFCOUNT:
+            if sys.getrefcount(array) == _FREE_REFCOUNT and not weakref.getweakrefcount(array):
                 return array
         array = np.empty(self.shape, self.dtype)
         if len(self.arrays) >= KEEP:

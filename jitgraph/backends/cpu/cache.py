@@ -12,7 +12,12 @@ Robustness:
   (Numba's own index and code files are written the same way);
 * a module whose text does not hash to its name (truncated, edited, corrupted) is rewritten, and Numba's files
   for it are deleted; if loading Numba's cached code still fails, the kernel is recompiled after deleting them;
-* the directory is created with mode 0o700, since cached code is executed.
+* the directory is checked before anything in it is used (:mod:`cache_safety`: 0700 levels owned by this user, no
+  symlinks); a directory that fails is not read at all, and kernels are compiled in memory;
+* the module is not imported through the import system (which would prefer a ``.pyc`` in ``__pycache__``, and
+  trusts an unchecked-hash one whatever the source says): the text jitgraph generated is compared with the file,
+  compiled with ``compile()`` and executed into a fresh module object, which is published in ``sys.modules`` only
+  once it is complete, under a lock, so a thread never sees a half-executed module.
 
 ``cache=False`` compiles from a source string registered in ``linecache`` instead, writing nothing.
 """
@@ -22,12 +27,12 @@ from __future__ import annotations
 import glob
 import hashlib
 import importlib.metadata
-import importlib.util
 import itertools
 import linecache
 import os
 import sys
 import tempfile
+import threading
 import types
 from functools import cache as memoize
 from pathlib import Path
@@ -35,18 +40,16 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numba
 
-from jitgraph import config
+from jitgraph.backends.cpu.cache_safety import CacheRefused, cache_dir, kernels_dir
+
+__all__ = ["CacheRefused", "cache_dir", "disk_cache_usable", "forget_module", "kernel_key", "load_module"]
 
 _counter = itertools.count()
 STATS = {"modules_written": 0, "modules_loaded": 0, "compiled": 0, "cache_hits": 0}
-
-
-def cache_dir() -> Path:
-    root = config.env("JITGRAPH_CACHE_DIR")
-    if root:
-        return Path(root)
-    base = config.env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "jitgraph"
+# Held while a kernel module file is checked, written and executed, and while STATS change: threads compiling the
+# same kernel for the first time then get the one module object, complete (executing a module is milliseconds;
+# Numba compiles later, on the kernel's first call, under its own lock).
+_lock = threading.RLock()
 
 
 def _jitgraph_version() -> str:
@@ -74,10 +77,6 @@ def _environment_fingerprint() -> str:
 
 def kernel_key(source: str) -> str:
     return hashlib.sha256((_environment_fingerprint() + "\n" + source).encode()).hexdigest()[:24]
-
-
-def _ensure_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -117,47 +116,68 @@ def drop_numba_cache_of(dispatcher: object) -> None:
     drop_numba_cache(Path(filename))
 
 
+def disk_cache_usable() -> bool:
+    """Whether kernels may be cached on disk now: the cache directory passes its checks (warns once if not)."""
+    try:
+        kernels_dir()
+    except CacheRefused:
+        return False
+    return True
+
+
+def _execute(modname: str, filename: str, source: str) -> types.ModuleType:
+    """A new module object holding ``source`` executed (nothing registered anywhere yet)."""
+    module = types.ModuleType(modname)
+    module.__file__ = filename
+    code = compile(source, filename, "exec", dont_inherit=True)
+    exec(code, module.__dict__)  # noqa: S102 - our own generated source, not the file's
+    return module
+
+
 def load_module(name: str, source: str, use_cache: bool) -> types.ModuleType:
-    """Import the kernel module for ``source``: from the cache directory, or from memory when ``use_cache`` is
-    False. ``name`` is only for readability (it appears in tracebacks)."""
+    """The kernel module for ``source``: from the cache directory, or from memory when ``use_cache`` is False.
+    ``name`` is only for readability (it appears in tracebacks). Raises CacheRefused when the cache directory fails
+    its checks (the caller compiles in memory; :func:`disk_cache_usable` says so beforehand)."""
     if not use_cache:
         filename = f"<jitgraph kernel {name} #{next(_counter)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        module = types.ModuleType(f"jitgraph_kernel_{name}")
-        module.__file__ = filename
-        exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - our own generated source
-        return module
+        return _execute(f"jitgraph_kernel_{name}", filename, source)
     key = kernel_key(source)
-    directory = cache_dir() / "kernels"
-    _ensure_dir(directory)
-    path = directory / f"{name}_{key}.py"
-    try:
-        existing = path.read_text()
-    except (FileNotFoundError, UnicodeDecodeError):
-        existing = None
-    if existing != source:
-        if existing is not None:
-            drop_numba_cache(path)  # the module was corrupt: Numba's files for it are suspect too
-        _atomic_write(path, source)
-        STATS["modules_written"] += 1
-    else:
-        STATS["modules_loaded"] += 1
+    path = kernels_dir() / f"{name}_{key}.py"
     # Numba's cached code refers back to its module by name, so the module must be in sys.modules under a
-    # stable, importable name.
+    # stable name; Numba finds its files beside the module's file (``co_filename``), and that file holds exactly
+    # the text executed (what jitgraph generated, compared before use), so its stamp describes this code.
     modname = f"jitgraph_kernel_{path.stem}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    spec = importlib.util.spec_from_file_location(modname, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[modname]
-        raise
-    linecache.checkcache(str(path))
+    with _lock:
+        try:
+            existing = path.read_text()
+        except (FileNotFoundError, UnicodeDecodeError):
+            existing = None
+        if existing != source:
+            if existing is not None:
+                drop_numba_cache(path)  # the module was corrupt: Numba's files for it are suspect too
+            _atomic_write(path, source)
+            STATS["modules_written"] += 1
+        else:
+            STATS["modules_loaded"] += 1
+        module = sys.modules.get(modname)
+        if module is None:
+            module = _execute(modname, str(path), source)
+            # Tracebacks show the executed text, whatever happens to the file later.
+            linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
+            sys.modules[modname] = module  # published complete
     return module
+
+
+def forget_module(kernel: object) -> None:
+    """Drop the cached module a kernel came from, so the next load executes it afresh: a new Numba dispatcher.
+    Used after a first call failed or was interrupted part-way through compiling (its dispatcher is suspect)."""
+    py_func = getattr(kernel, "py_func", None)
+    modname = getattr(py_func, "__module__", None)
+    if modname and modname.startswith("jitgraph_kernel_"):
+        with _lock:
+            if getattr(sys.modules.get(modname), py_func.__name__, None) is kernel:
+                del sys.modules[modname]
 
 
 def record_dispatch(dispatcher: object) -> None:
@@ -167,5 +187,6 @@ def record_dispatch(dispatcher: object) -> None:
         return
     hits = sum(stats.cache_hits.values())
     misses = sum(stats.cache_misses.values())
-    STATS["cache_hits"] += hits
-    STATS["compiled"] += max(misses, 0) if hits == 0 else 0
+    with _lock:
+        STATS["cache_hits"] += hits
+        STATS["compiled"] += max(misses, 0) if hits == 0 else 0

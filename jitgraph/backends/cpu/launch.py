@@ -12,6 +12,7 @@ import itertools
 import linecache
 import logging
 import math
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph import config
-from jitgraph.backends.cpu import blas, streaming, threads
+from jitgraph.backends.cpu import blas, interrupts, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
@@ -82,7 +83,8 @@ class GroupKernel:
         cost = sum(4 if math_bound(n.op) else 1 for n in self.info.amap) + len(self.uses)
         passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
         self.threshold = parallel_threshold(cost * passes)
-        self.launches: dict[Any, Launch] = {}
+        self.launches: dict[Any, Launch] = {}  # only launches whose first call finished (see __call__)
+        self._first_calls = threading.Lock()  # one first call (plan, compile or load, run) at a time
         # The first full output of the product's dtype is written into the product's buffer (the epilogue).
         self.prod_output = next((k for k, o in enumerate(self.kernel_outputs) if self.head is not None and o in
                                  self.full and o.type.dtype == self.head.type.dtype), None)
@@ -265,8 +267,12 @@ class GroupKernel:
                           self.math_table, self.head, means,
                           {key: arrays[k].name for key, k in self.use_of.items()}, stream)
         source = kernel_source(spec, self.use_cache)
+        try:
+            module = kcache.load_module(self.name, source, self.use_cache)
+        except kcache.CacheRefused:  # an unsafe cache directory (warned once): compile in memory, cache nothing
+            source = kernel_source(spec, False)
+            module = kcache.load_module(self.name, source, False)
         _kernel_log.debug("jitgraph: kernel %s (rank %d):\n%s", self.name, rank, source)
-        module = kcache.load_module(self.name, source, self.use_cache)
         self.source = source
         return getattr(module, self.name)
 
@@ -282,21 +288,40 @@ class GroupKernel:
         key = (inplace,) + tuple([operands[j].strides for j in self.array_operands]) + \
             tuple([getattr(operands[j], "flags", None) is None or operands[j].flags.writeable for _, j in inplace])
         launch = self.launches.get(key)
-        if launch is not None:
-            return launch.run(operands)
+        if launch is None:
+            with self._first_calls:  # other threads wait for the launch being compiled, then use it
+                launch = self.launches.get(key)
+                if launch is None:
+                    return self._first_call(key, operands, inplace)
+        return launch.run(operands)
+
+    def _first_call(self, key: Any, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...]) -> list[Any]:
+        """Plan, compile (or load) and run a new layout; the launch is registered only once that all finished.
+
+        A launch registered earlier would outlive a first call that failed or was interrupted (KeyboardInterrupt)
+        part-way through Numba: later calls would reuse its suspect dispatcher. Instead nothing is left behind: the
+        launch is not registered, and the kernel's dispatcher and module are dropped, so the next call starts
+        afresh. A Ctrl-C meanwhile is delivered after the compile (see :mod:`interrupts`)."""
         planned = time.perf_counter()
-        with compiling(f"kernel {self.name}"):  # a spinner on a terminal when this takes over ~0.5 s
+        # A spinner on a terminal when this takes over ~0.5 s; Ctrl-C waits for the end of the compile.
+        with interrupts.deferred(), compiling(f"kernel {self.name}"):
             launch = self._plan(operands, dict(inplace))
-            self.launches[key] = launch
             start = time.perf_counter()
             try:
-                result = launch.run(operands, True)  # chunks one after the other while Numba compiles or loads
-            except Exception:
-                # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
-                if not self.use_cache or not kcache.numba_files(launch.kernel):
-                    raise
-                kcache.drop_numba_cache_of(launch.kernel)
-                result = launch.run(operands, True)
+                try:
+                    result = launch.run(operands, True)  # chunks one after the other while Numba compiles or loads
+                except Exception:
+                    # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
+                    if not self.use_cache or not kcache.numba_files(launch.kernel):
+                        raise
+                    kcache.drop_numba_cache_of(launch.kernel)
+                    result = launch.run(operands, True)
+            except BaseException:
+                for k in [k for k, kernel in self.modules.items() if kernel is launch.kernel]:
+                    del self.modules[k]
+                kcache.forget_module(launch.kernel)
+                raise
+            self.launches[key] = launch
         seconds = time.perf_counter() - start
         COMPILE_LOG.append((self.name, seconds))
         # For explain's per-phase compile times: kernel source generation vs Numba (compile or disk-cache load).
@@ -315,7 +340,7 @@ class GroupKernel:
         With several chunks, all but the first go to the thread pool and the calling thread runs the first; the
         kernels release the GIL. ``run(ops, True)`` runs the chunks one after the other (the first call, which
         compiles or loads the kernel, does that)."""
-        ns: dict[str, Any] = {"np": np, "POOL": threads.pool() if len(chunks) > 1 else None}
+        ns: dict[str, Any] = {"np": np, "POOL": threads.POOL if len(chunks) > 1 else None}
         lines = ["def run(ops, serial=False):"]
         body_index = {n: k for k, n in enumerate(self.inputs)}
         prod_shape = None

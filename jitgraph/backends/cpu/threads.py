@@ -17,13 +17,20 @@ Why not Numba's ``prange`` (measured on the 2-core development machine):
 
 The pool's launch costs about what ``workqueue``'s does, so a kernel runs chunked only when its estimated serial time
 is well above it: ``elements * cost_per_element >= PARALLEL_WORK``, the cost being op-weighted from the kernel body.
+
+After ``os.fork()`` the child has none of the parent's threads, but would still hold the parent's executor (whose
+queue nobody reads: the child's next large call would wait forever) and maybe a lock some other parent thread
+held. An at-fork hook gives the child a fresh lock and no executor; launches reach the executor through
+:data:`POOL`, which asks for the current one on every submit, so they pick up the child's new pool.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from jitgraph import config
 
@@ -49,11 +56,39 @@ def workers() -> int:
 
 
 def pool() -> ThreadPoolExecutor:
+    """This process's executor (a new one after a fork)."""
     global _pool
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=max(workers() - 1, 1), thread_name_prefix="jitgraph-kernel")
         return _pool
+
+
+class _Pool:
+    """What launches submit chunks to: the current process's executor, looked up at each submit (see the module
+    docstring: a launch built before a fork must not keep the parent's executor)."""
+
+    __slots__ = ()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        executor = _pool
+        if executor is None:
+            executor = pool()
+        return executor.submit(fn, *args)
+
+
+POOL = _Pool()
+
+
+def _after_fork_in_child() -> None:
+    """A fresh lock and no executor in a forked child (the parent's threads do not exist here)."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def chunks(n: int) -> list[tuple[int, int]]:
