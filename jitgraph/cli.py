@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import inspect
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,8 @@ from typing import Any
 from rich.console import Console
 
 from jitgraph.backends.cpu.cache import cache_dir
+from jitgraph.backends.cpu.cache_safety import CacheRefused
+from jitgraph.backends.cpu.cache_safety import clear as clear_cache
 from jitgraph.explain import explain
 from jitgraph.inspect.render import render
 from jitgraph.logs import TOPICS
@@ -136,10 +137,11 @@ def cmd_cache(ns: argparse.Namespace) -> int:
         print(f"files:           {len(files)} ({size / 1e6:.2f} MB, Numba's compiled code included)")
         print("set JITGRAPH_CACHE_DIR to move it; `python -m jitgraph cache clear` empties it")
         return 0
-    kernels = root / "kernels"
-    if kernels.is_dir():
-        shutil.rmtree(kernels)
-    print(f"removed {len(modules)} kernel modules ({len(files)} files, {size / 1e6:.2f} MB) from {kernels}")
+    try:  # refuses (a clear message, nothing deleted) a kernels/ that is a symlink or someone else's
+        n_modules, n_files, n_bytes = clear_cache(root)
+    except CacheRefused as exc:
+        raise CliError(str(exc)) from None
+    print(f"removed {n_modules} kernel modules ({n_files} files, {n_bytes / 1e6:.2f} MB) from {root / 'kernels'}")
     return 0
 
 
