@@ -59,6 +59,14 @@ def test_shifts_by_the_width_or_more_give_numpys_answer() -> None:
     check_against_eager(g, compile_regions(g), [np.array([1, -3, 5, 7, -9], dtype=np.int64)])
 
 
+def test_python_int_compared_with_python_int_stays_int64() -> None:
+    """Two weak Python ints resolve to NumPy's object loop; the table compares them as the int64s they are traced as."""
+    g = _scalar_loop(F64, 4, lambda rb, v, i: rb.op("where", rb.op("equal", i, rb.const(2)), v, rb.op("negative", v)))
+    driver = compile_regions(g)
+    assert "np.object" not in driver.source, driver.source
+    check_against_eager(g, driver, [np.array([1.0, 2.0, 3.0, 4.0])])
+
+
 def test_integer_division_by_zero_and_nan_maximum() -> None:
     gi = _scalar_loop(I64, 4, lambda rb, v, i: rb.op("add", rb.op("floor_divide", v, i), rb.op("remainder", v, i)))
     check_against_eager(gi, compile_regions(gi), [np.array([7, -7, 9, -9], dtype=np.int64)])
