@@ -23,7 +23,7 @@ import logging
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 from jitgraph.errors import BackendError
 from jitgraph.inspect.result import ExplainResult
@@ -46,6 +46,16 @@ log_recompiles = logging.getLogger("jitgraph.recompiles")
 log_breaks = logging.getLogger("jitgraph.breaks")
 log_guards = logging.getLogger("jitgraph.guards")
 log_perf = logging.getLogger("jitgraph.perf")
+
+
+class _Outcome(NamedTuple):
+    """What a miss did under the lock (``CompiledFunction._compile_miss``)."""
+
+    entry: Entry | None
+    args: tuple
+    kwargs: dict[str, Any]
+    ran: bool  # a new graph entry ran its first call: ``result`` is the call's value
+    result: Any  # or, with no entry, why the call runs eagerly
 
 
 def _tally(counter: itertools.count) -> int:
@@ -250,44 +260,58 @@ class CompiledFunction:
                 entry, leaves = found
             else:
                 self._misses += 1
-                if self._disabled:
-                    return self._run_disabled(leaves, "it hit its recompile limit and now runs eagerly", user_args,
-                                              user_kwargs)
-                names = parameter_names(self._fn, len(args))
-                reason, site = None, ""
-                if self.entries:
-                    reason = self._why_missed(key, describe(args, kwargs, names), args, kwargs)
-                    if len(self.entries) >= self.cache_limit:
-                        self._disabled = True
-                        worst = self._failing.most_common(1)[0][0] if self._failing else reason
-                        log_recompiles.warning(
-                            "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
-                            "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
-                            "that does not change.", self.name, self.cache_limit, worst)
-                        return self._run_disabled(leaves, f"it hit its recompile limit ({worst})", user_args,
-                                                  user_kwargs)
-                    site = call_site()
-                    log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
-                                        len(self.entries) + 1, reason, site)
-                with compiling(self.name):
-                    entry = self._compile_dynamic(user_args, user_kwargs)
-                    if entry is not None:
-                        reason = (reason or "an int argument changed") + " (now traced as a runtime value)"
-                        args, kwargs = entry.traced.args, entry.traced.kwargs
-                    else:
-                        entry = self._compile(self._trace(args, kwargs))
-                log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
-                                 entry.mode, "\n  ".join(entry.guard_texts))
-                try:
-                    if entry.mode == "graph":
-                        return self._first_run(entry, args, kwargs, user_args, user_kwargs, reason, site)
-                    self._publish(entry, reason, site)
-                finally:
-                    entry.traced.release()
-        # A hit found under the lock, or a new eager entry: run it without holding the lock.
+                outcome = self._compile_miss(key, args, kwargs, user_args, user_kwargs)
+                if outcome.ran or outcome.entry is None:
+                    entry = None
+                else:
+                    entry, args, kwargs = outcome.entry, outcome.args, outcome.kwargs
+        # Outside the lock: an eager run (the recompile limit, a new eager entry) or a hit found under the lock.
+        if entry is None:
+            if outcome.ran:
+                return outcome.result
+            return self._run_disabled(leaves, outcome.result, user_args, user_kwargs)
         if entry.fast:
             return entry.build(entry.compiled(leaves), leaves, args, kwargs)
         return self._run_slow(entry, leaves, args, kwargs, user_args, user_kwargs)
+
+    def _compile_miss(self, key: tuple, args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                      user_kwargs: dict[str, Any]) -> _Outcome:
+        """A missed call, under the lock: the recompile limit (no entry; ``result`` says why), or a new entry. A
+        graph entry runs once here and is published (``ran``, with its ``result``); an eager entry is published,
+        for the caller to run outside the lock."""
+        if self._disabled:
+            return _Outcome(None, args, kwargs, False, "it hit its recompile limit and now runs eagerly")
+        reason, site = None, ""
+        if self.entries:
+            reason = self._why_missed(key, describe(args, kwargs, parameter_names(self._fn, len(args))), args, kwargs)
+            if len(self.entries) >= self.cache_limit:
+                self._disabled = True
+                worst = self._failing.most_common(1)[0][0] if self._failing else reason
+                log_recompiles.warning(
+                    "jitgraph: %s hit the recompile limit (%d cache entries); it now runs eagerly. "
+                    "The guard that kept failing: %s. Raise cache_limit=, or make that value an argument "
+                    "that does not change.", self.name, self.cache_limit, worst)
+                return _Outcome(None, args, kwargs, False, f"it hit its recompile limit ({worst})")
+            site = call_site()
+            log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
+                                len(self.entries) + 1, reason, site)
+        with compiling(self.name):
+            entry = self._compile_dynamic(user_args, user_kwargs)
+            if entry is not None:
+                reason = (reason or "an int argument changed") + " (now traced as a runtime value)"
+                args, kwargs = entry.traced.args, entry.traced.kwargs
+            else:
+                entry = self._compile(self._trace(args, kwargs))
+        log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
+                         entry.mode, "\n  ".join(entry.guard_texts))
+        try:
+            if entry.mode == "graph":
+                return _Outcome(entry, args, kwargs, True,
+                                self._first_run(entry, args, kwargs, user_args, user_kwargs, reason, site))
+            self._publish(entry, reason, site)
+            return _Outcome(entry, args, kwargs, False, None)
+        finally:
+            entry.traced.release()
 
     def _run_disabled(self, leaves: list[Any], why: str, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
         refuse_eager_on_device(self.name, leaves, why, None, RECOMPILE_HINT)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.jit import effects
+from jitgraph.jit import effects, stages
 
 BACKENDS = ["eager", "cpu"]
 
@@ -171,3 +171,32 @@ def test_a_graph_that_raises_where_numpy_does_not_is_demoted(monkeypatch: pytest
     same_as_eager(scale_then_domain_error, f, lambda: (np.arange(4.0), 0.9, 3))
     assert entry.mode == "eager" and "backend bug" in str(entry.break_reason)
     same_as_eager(scale_then_domain_error, f, lambda: (np.arange(4.0), 0.9, 3))
+
+
+def test_a_first_run_that_fails_in_the_backend_runs_the_call_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without JITGRAPH_STRICT, a graph whose first run fails where NumPy succeeds: the mutation is undone, the
+    call runs eagerly exactly once (x incremented once, not twice), and the entry is eager from then on."""
+    monkeypatch.delenv("JITGRAPH_STRICT")
+    original = stages.get_backend
+
+    class Broken:
+        """The real artifact, but its call fails after writing x in place."""
+
+        def __init__(self, artifact: Any) -> None:
+            self.artifact = artifact
+
+        def __call__(self, leaves: list[Any]) -> Any:
+            self.artifact(leaves)
+            raise RuntimeError("backend bug")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.artifact, name)
+
+    def get_backend(name: str) -> Any:
+        return lambda *args, **kwargs: Broken(original(name)(*args, **kwargs))
+
+    monkeypatch.setattr(stages, "get_backend", get_backend)
+    f = jitgraph.compile(increment_then_store, backend="eager")
+    for _ in range(2):
+        same_as_eager(increment_then_store, f, lambda: (np.zeros(3), np.array([0, 1])))
+    assert [e.mode for e in f.entries] == ["eager"]
