@@ -128,6 +128,25 @@ def test_a_fusion_group_and_its_reduction_are_one_sweep() -> None:
     check_against_eager(g, driver, [np.linspace(1.0, 9.0, 50)])
 
 
+def test_a_softmax_group_runs_one_sweep_per_reduction_level() -> None:
+    """``e = exp(x - x.max()); p = e / e.sum()`` is one kernel group: a max sweep, a sum sweep, a write sweep."""
+    b = GraphBuilder()
+    x = b.input(TensorType((4, 5), F64), "x")
+    full = {"axis": (0, 1), "keepdims": False}
+    e = b.op("exp", b.op("subtract", x, b.op("max", x, **full)))
+    p = b.op("divide", e, b.op("sum", e, **full))
+
+    def body(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
+        return [put(rb, y, rb.op("multiply", at(rb, y, i, 0), rb.const(2.0)), i, 0)]
+
+    (out,) = build_loop(b, 0, 4, 1, [p], body)
+    g, _ = run_pipeline(b.build([out]), {})
+    assert [n.attrs["kind"] for n in g.nodes if n.op == "fused"] == ["reduction"]
+    driver = compile_regions(g)
+    assert driver.source.count("for f0 in range(4):") == 3 and "np.sum" not in driver.source, driver.source
+    check_against_eager(g, driver, [np.arange(20.0).reshape(4, 5) / 7])
+
+
 def test_drivers_answer_the_backend_protocol() -> None:
     g = _scalar_loop(F64, 4, lambda rb, v, i: rb.op("sqrt", v))
     driver = compile_regions(g, {"name": "proto"})

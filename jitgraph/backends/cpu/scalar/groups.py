@@ -1,16 +1,15 @@
 """``fused`` nodes: the pipeline's fusion plan (:mod:`jitgraph.passes.fuse`), emitted as the driver's loop nests.
 
 A kernel group is an iteration domain plus the axes its reductions reduce, and every member lines up with the
-domain through an axis map (:func:`jitgraph.ir.fusion_groups.group_info`). Two shapes of group become one loop nest
-here, every member computed once per element as a scalar (a value read twice gets a temporary, a value read once
-is written into its reader's expression):
+domain through an axis map (:func:`jitgraph.ir.fusion_groups.group_info`). A group that is elementwise, or whose
+reductions reduce the whole domain, runs as the CPU backend's kernels run it: one sweep over the domain per
+reduction level, each accumulating that level's reductions and writing the outputs it already can, then one sweep
+writing the outputs computed from the last level (``x = f(a)`` and ``x.max()``: one loop; softmax: a max sweep, a
+sum sweep and a write sweep). Each member is computed once per element of a sweep, as a scalar: a value read twice
+gets a temporary, a value read once is written into its reader's expression.
 
-* elementwise groups: one sweep over the domain writes every escaping member;
-* full reductions whose other members all come before every reduction (level 0): one sweep writes the escaping
-  members and accumulates the reductions (``x = f(a)`` and ``x.max()`` read ``a`` once).
-
-Any other group (several reduction levels, a reduction over some axes, a reshape, a BLAS head) is emitted member by
-member (:func:`emit_members`), where :func:`.scope.plan_inline` decides which values stay in registers.
+Any other group (a reduction over some axes, a reshape, a BLAS head, ``mean``) is emitted member by member
+(:func:`emit_members`), where :func:`.scope.plan_inline` decides which values stay in registers.
 """
 
 from __future__ import annotations
@@ -28,10 +27,10 @@ LOOP_REDUCTIONS = ("sum", "max", "min", "prod", "any", "all")
 
 
 def emit_fused(em: Emitter, node: Node, indent: int) -> None:
-    """A kernel group of the pipeline's fusion plan, as one sweep when its shape allows (see the module doc)."""
+    """A kernel group of the pipeline's fusion plan, as sweeps over its domain when its shape allows (module doc)."""
     (body,) = node.regions
     bind(em, body.inputs, node.inputs)
-    info = _one_sweep(node)
+    info = _sweepable(node)
     if info is None:
         emit_members(em, node, body, indent)
         return
@@ -65,8 +64,8 @@ def emit_members(em: Emitter, node: Node, body: Graph, indent: int) -> None:
         em.result_roots[node] = entries
 
 
-def _one_sweep(node: Node) -> GroupInfo | None:
-    """The group's description when one sweep computes it, else None."""
+def _sweepable(node: Node) -> GroupInfo | None:
+    """The group's description when sweeps over its whole domain compute it, else None."""
     (body,) = node.regions
     members = [n for n in body.nodes if n.op not in ("input", "const") and not is_scalar_closure(n)]
     if not members or any(n.regions for n in body.nodes):
@@ -87,32 +86,66 @@ def _one_sweep(node: Node) -> GroupInfo | None:
         return None  # 0-d members only: nothing to sweep
     if info.raxes and set(info.raxes) != set(range(len(info.domain))):
         return None  # a reduction over some axes: per outer index, one sweep per level
-    if any(info.level[n] > 0 and OPS[n.op].kind is not OpKind.REDUCTION for n in members):
-        return None  # a value computed from a reduction needs a second sweep
     if any(is_array(o) and o.tensor_type.shape != info.domain for o in body.outputs if o in info.amap):
         return None
     if any(o not in info.amap for o in body.outputs):
         return None
-    if any(OPS[n.op].kind is OpKind.REDUCTION and n not in body.outputs for n in members):
-        return None
     return info
 
 
+def _is_reduction(n: Node) -> bool:
+    return OPS[n.op].kind is OpKind.REDUCTION
+
+
 def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[str]:
+    """One sweep per reduction level (each accumulates that level's reductions and writes the outputs it can), then
+    one writing the outputs computed from the last level's reductions, as the CPU backend's kernels run a group."""
     outer_scope, em.scope = em.scope, Scope(body, set())
-    for n in body.nodes:  # the 0-d values every element reads, once, before the loop
+    for n in body.nodes:  # the 0-d values every element reads, once, before the loops
         if n.op != "input" and n not in info.amap:
             em.emit_node(n, indent)
-    users = body.users()
-    escaping = set(body.outputs)
     members = [n for n in body.nodes if n in info.amap]
     names = {n: em.vname(n) for n in members}
-    for n in members:
-        if n in escaping and OPS[n.op].kind is OpKind.REDUCTION:
-            acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-            em.write(indent, f"{names[n]} = {shared.reduction_init(n.op, acc)}")
-        elif n in escaping:
-            em.write(indent, f"{names[n]} = np.empty({info.domain!r}, {dtype_ctor(n.tensor_type.dtype)})")
+    arrays = [n for n in members if n in body.outputs and not _is_reduction(n)]
+    levels = sorted({info.level[n] for n in members if _is_reduction(n)})
+    written: set[Node] = set()
+    for level in levels:
+        targets = [n for n in members if _is_reduction(n) and info.level[n] == level]
+        writes = [n for n in arrays if info.level[n] < level and n not in written]
+        _sweep(em, body, info, names, targets, writes, indent)
+        written.update(writes)
+    rest = [n for n in arrays if n not in written]
+    if rest:
+        _sweep(em, body, info, names, [], rest, indent)
+    em.scope = outer_scope
+    return [names[o] for o in body.outputs]
+
+
+def _needed(roots: list[Node], info: GroupInfo) -> set[Node]:
+    """The members a sweep computes for ``roots``: their member operands, transitively, up to earlier reductions."""
+    seen: set[Node] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(i for i in n.inputs if i in info.amap and (i in roots or not _is_reduction(i)))
+    return seen
+
+
+def _sweep(em: Emitter, body: Graph, info: GroupInfo, names: dict[Node, str], targets: list[Node],
+           writes: list[Node], indent: int) -> None:
+    """One loop nest over the domain: compute what ``targets`` (reductions) and ``writes`` (outputs) read, once
+    per element; a value read twice gets a temporary, a value read once goes into its reader's expression."""
+    needed = _needed(targets + writes, info)
+    order = [n for n in body.nodes if n in needed]
+    uses = {n: sum(u.inputs.count(n) for u in order) + (n in writes) for n in order}
+    for n in targets:
+        acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+        em.write(indent, f"{names[n]} = {shared.reduction_init(n.op, acc)}")
+    for n in writes:
+        em.write(indent, f"{names[n]} = np.empty({info.domain!r}, {dtype_ctor(n.tensor_type.dtype)})")
     loop_vars = [f"f{d}" for d in range(len(info.domain))]
     for d, extent in enumerate(info.domain):
         em.write(indent + d, f"for {loop_vars[d]} in range({extent}):")
@@ -123,6 +156,8 @@ def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[
     def operand(i: Node, reader: Node) -> str:
         if i in texts:
             return texts[i]
+        if i in names and _is_reduction(i):
+            return names[i]  # an earlier level's result: a scalar by now
         if not is_array(i):
             return em.var[i]
         offset = reader.tensor_type.ndim - i.tensor_type.ndim
@@ -131,8 +166,8 @@ def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[
                  for k, size in enumerate(i.tensor_type.shape)]
         return f"{em.var[i]}[{', '.join(parts)}]"
 
-    for n in members:
-        if OPS[n.op].kind is OpKind.REDUCTION:
+    for n in order:
+        if n in targets:
             (x,) = n.inputs
             acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
             value = operand(x, n) if x in texts else f"{em.var[x]}[{index}]"
@@ -141,16 +176,12 @@ def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[
             em.write(inner, f"{names[n]} = {cpu_emitters.reduction_combine(n.op, names[n], value)}")
             continue
         text = wrap(em.op_text(n, [operand(i, n) for i in n.inputs]), n.tensor_type.dtype)
-        readers = sum(u.inputs.count(n) for u in dict.fromkeys(users.get(n, ()))) + (n in escaping)
-        if readers > 1:
+        if uses[n] > 1:
             temp = "e" + names[n][1:]
             em.write(inner, f"{temp} = {text}")
             text = temp
         texts[n] = text
-        if n in escaping:
+        if n in writes:
             em.write(inner, f"{names[n]}[{index}] = {text}")
-    for n in members:
-        if n in escaping and OPS[n.op].kind is OpKind.REDUCTION:
-            em.write(indent, f"{names[n]} = {dtype_ctor(n.tensor_type.dtype)}({names[n]})")
-    em.scope = outer_scope
-    return [names[o] for o in body.outputs]
+    for n in targets:
+        em.write(indent, f"{names[n]} = {dtype_ctor(n.tensor_type.dtype)}({names[n]})")
