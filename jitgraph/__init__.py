@@ -8,7 +8,7 @@ stays the IR alone. :class:`ExplainResult` is found by name on first use, the sa
 import importlib
 from typing import Any
 
-from jitgraph.api import compile
+from jitgraph.api import compile, grad, jvp, value_and_grad, vjp
 from jitgraph.config import warn_unknown_env
 from jitgraph.errors import GraphBreakError, JitgraphError, UnsupportedError
 from jitgraph.explain import explain
@@ -16,7 +16,7 @@ from jitgraph.logs import configure_from_env as _configure_logs
 
 __version__ = "0.1.0"
 __all__ = ["ExplainResult", "GraphBreakError", "JitgraphError", "UnsupportedError", "__version__", "compile",
-           "explain"]
+           "explain", "grad", "jvp", "value_and_grad", "vjp"]
 
 LAZY = {"ExplainResult": "jitgraph.inspect.result"}
 

@@ -23,7 +23,7 @@ from typing import Any
 from jitgraph.config import check_options
 from jitgraph.errors import UnsupportedPythonError
 
-LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode"}
+LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode", "grad": "jitgraph.jit.grad"}
 
 
 def layer(name: str) -> ModuleType:
@@ -69,3 +69,47 @@ def _eager_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     return eager
+
+
+# ---- autodiff (issue 22): the bodies live in jitgraph/jit/grad.py -----------------------------------------------
+def _gradient(kind: str, fn: Callable[..., Any] | None, argnums: int | tuple[int, ...], has_aux: bool,
+              backend: str | None, cache_limit: int, options: dict[str, Any]) -> Any:
+    check_options({"backend": backend, "cache_limit": cache_limit, **options})
+    if fn is None:
+        return functools.partial(_gradient, kind, argnums=argnums, has_aux=has_aux, backend=backend,
+                                 cache_limit=cache_limit, options=options)
+    grad_layer = layer("grad")
+    spec = grad_layer.GradSpec(kind, argnums, has_aux)
+    return grad_layer.GradFunction(fn, spec, backend=backend, cache_limit=cache_limit, options=options)
+
+
+def grad(fn: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0, has_aux: bool = False, *,
+         backend: str | None = None, cache_limit: int = 8, **options: Any) -> Any:
+    """The gradient of ``fn`` (which returns a float scalar, or ``(loss, aux)`` with ``has_aux``) with respect to
+    positional argument(s) ``argnums``, as ``jax.grad``, compiled: forward and backward run as one graph.
+    Arguments may be pytrees (dicts, lists, tuples of arrays); the gradient has the argument's structure. With
+    ``has_aux`` it returns ``(gradient, aux)``. Integer and boolean arguments have no gradient (an error if asked
+    for), nor has an argument ``fn`` writes in place. See README "Autodiff"."""
+    return _gradient("grad", fn, argnums, has_aux, backend, cache_limit, options)
+
+
+def value_and_grad(fn: Callable[..., Any] | None = None, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+                   *, backend: str | None = None, cache_limit: int = 8, **options: Any) -> Any:
+    """As :func:`grad`, returning ``(value, gradient)`` (``((value, aux), gradient)`` with ``has_aux``), from the
+    same compiled graph."""
+    return _gradient("value_and_grad", fn, argnums, has_aux, backend, cache_limit, options)
+
+
+def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False, backend: str | None = None,
+        **options: Any) -> tuple:
+    """``(out, vjp_fn)`` as ``jax.vjp`` (``(out, vjp_fn, aux)`` with ``has_aux``): ``vjp_fn(cotangent)`` returns
+    a tuple with one gradient per primal; the cotangent has the structure of ``out``."""
+    check_options({"backend": backend, **options})
+    return layer("grad").vjp(fn, primals, has_aux, backend, options)
+
+
+def jvp(fn: Callable[..., Any], primals: Any, tangents: Any, *, backend: str | None = None, **options: Any) -> tuple:
+    """``(out, tangent_out)`` as ``jax.jvp``: the directional derivative of ``fn`` at ``primals`` along
+    ``tangents`` (tuples, one tangent per primal, each of its primal's structure)."""
+    check_options({"backend": backend, **options})
+    return layer("grad").jvp(fn, primals, tangents, backend, options)

@@ -29,12 +29,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "jitgraph"
 RANKS: dict[str, int] = {
     "errors": 0, "config": 0, "logs": 0, "progress": 0,
     "ir": 1, "device_arrays": 1,
-    "tracer": 2, "passes": 2, "backends": 2,
+    "tracer": 2, "passes": 2, "backends": 2, "autodiff": 2,
     "inspect": 3,
     "jit": 4,
     "api": 5, "explain": 5, "cli": 5, "__init__": 5, "__main__": 5,
 }
-SIBLINGS = {"tracer", "passes", "backends"}
+SIBLINGS = {"tracer", "passes", "backends", "autodiff"}
 
 
 def _group(module: str) -> str:

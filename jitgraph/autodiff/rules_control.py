@@ -1,0 +1,20 @@
+"""Derivative rules of control flow: ``tuple_get`` now; ``loop``/``cond``/``while`` rules come with regions."""
+
+from __future__ import annotations
+
+from jitgraph.autodiff.emit import Emitter
+from jitgraph.autodiff.rules_elementwise import Rule
+from jitgraph.ir.graph import Node, TupleType
+
+
+def _tuple_get_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> list:
+    source = node.inputs[0]
+    assert isinstance(source.type, TupleType)
+    parts: list[Node | None] = [None] * len(source.type.elements)
+    parts[node.attrs["index"]] = g
+    return [parts]
+
+
+CONTROL_VJP: dict[str, Rule] = {
+    "tuple_get": _tuple_get_rule,
+}

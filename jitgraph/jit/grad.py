@@ -1,0 +1,364 @@
+"""Compiled gradient functions: ``grad``, ``value_and_grad``, ``vjp`` and ``jvp`` as :class:`CompiledFunction`\\ s.
+
+A :class:`GradFunction` is a CompiledFunction whose trace step is "trace the user's function, then differentiate
+the graph" (:func:`jitgraph.autodiff.differentiate`). Everything after the trace is the compiled function's own
+machinery, unchanged: the dispatch key and guards (the user function's guards: they are about the arguments), the
+cache and recompiles, the pass pipeline and backend on the joint graph, ``explain`` (which shows the joint graph),
+and the fallback -- an entry that cannot run compiled (a backend failure, arguments that overlap in memory, the
+recompile limit) runs the same joint graph with the reference interpreter, so it still returns gradients.
+
+A trace that breaks (code the tracer cannot capture) cannot be differentiated: that raises GraphBreakError at the
+user's line rather than running eagerly, since eager NumPy has no gradients to give. Int arguments stay
+specialised (a grad function does not retrace them as runtime values).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgraph.autodiff import DifferentiationError, JointGraph
+from jitgraph.autodiff.forward import jvp_graph
+from jitgraph.autodiff.reverse import differentiate
+from jitgraph.backends.eager import evaluate
+from jitgraph.device_arrays import is_device_array
+from jitgraph.inspect.result import ExplainResult
+from jitgraph.ir.types import TensorType, type_of
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.explain_builder import build_explain
+from jitgraph.jit.function import CompiledFunction
+from jitgraph.jit.stages import Traced, strict, trace_stage
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.guards import GuardSet
+from jitgraph.tracer.keys import is_namedtuple, make_key
+from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.trace import TraceResult, raising_checks, trace
+
+KINDS = ("grad", "value_and_grad", "vjp", "jvp")
+
+
+@dataclass(frozen=True)
+class GradSpec:
+    """What to compute: ``kind`` (one of :data:`KINDS`), the positional arguments differentiated (``argnums``,
+    an int or a tuple as in JAX) and whether the function returns ``(loss, aux)`` (``has_aux``)."""
+
+    kind: str
+    argnums: int | tuple[int, ...] = 0
+    has_aux: bool = False
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        return (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
+
+
+class GradFunction(CompiledFunction):
+    """What ``jitgraph.grad(f)`` and friends return: call it like ``f`` (``vjp``/``jvp`` kinds take the cotangent
+    or the tangents after ``f``'s arguments); ``explain()`` shows the joint forward+backward graph."""
+
+    def __init__(self, fn: Any, spec: GradSpec, backend: str | None = None, fullgraph: bool = False,
+                 cache_limit: int = 8, options: dict[str, Any] | None = None) -> None:
+        if spec.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {spec.kind!r}")
+        self.user_fn = fn
+        self.spec = spec
+        self.joints: list[JointGraph] = []
+        super().__init__(_EagerGradient(self), backend=backend, fullgraph=fullgraph, cache_limit=cache_limit,
+                         options=options)
+        functools.update_wrapper(self, fn, updated=())
+        # Not __wrapped__: the tracer inlines a jitgraph wrapper's __wrapped__ when one is called inside a trace,
+        # and inlining ``fn`` there would compute f's value where its gradient was asked for.
+        self.__dict__.pop("__wrapped__", None)
+        self.name = f"{spec.kind}({getattr(fn, '__qualname__', None) or type(fn).__qualname__})"
+
+    # ---- the trace step: trace the user's function, then differentiate its graph -----------------------------
+    def _trace(self, args: tuple, kwargs: dict[str, Any], result: TraceResult | None = None,
+               dynamic: frozenset[int | str] | None = None) -> Traced:
+        n = self._n_primals(args)
+        primals = args[:n]
+        if result is None:
+            try:
+                result = trace(self.user_fn, primals, kwargs)
+            except Exception as exc:
+                if strict() or isinstance(exc, DifferentiationError):
+                    raise
+                result = TraceResult(None, None, GuardSet(), GraphBreak(f"internal tracer error: {exc!r}", None,
+                                                                        None), 0)
+        if result.breaks is not None or result.graph is None:
+            brk = result.breaks
+            reason = BreakReason(brk.reason if brk else "no graph", getattr(brk, "filename", None),
+                                 getattr(brk, "lineno", None))
+            raise reason.error(f"cannot differentiate {self.name}: graph break: {reason.reason}",
+                               hint="differentiation needs the whole function as one graph; rewrite this line in "
+                                    "NumPy the tracer captures (see explain)")
+        result = self._differentiate(result, primals, args[n:], kwargs)
+        return trace_stage(self.user_fn, args, kwargs, name=self.name, backend=self.backend, options=self.options,
+                           result=result)
+
+    def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> None:
+        return None  # int arguments stay specialised (see the module docstring)
+
+    def _n_primals(self, args: tuple) -> int:
+        if self.spec.kind == "vjp":
+            return len(args) - 1
+        if self.spec.kind == "jvp":
+            return len(args) // 2
+        return len(args)
+
+    def _differentiate(self, result: TraceResult, primals: tuple, extra: tuple, kwargs: dict[str, Any]
+                       ) -> TraceResult:
+        graph = result.graph
+        assert graph is not None
+        starts = _leaf_starts(primals)
+        names = list(graph.input_names)
+        kind = self.spec.kind
+        positions = tuple(range(len(primals))) if kind in ("vjp", "jvp") else self.spec.positions
+        for p in positions:
+            if not -len(primals) <= p < len(primals):
+                raise DifferentiationError(f"{self.name}: argnums {p} is out of range for {len(primals)} positional "
+                                           "arguments")
+        positions = tuple(p % len(primals) for p in positions)
+        wrt: list[int] = []
+        for p in positions:
+            _check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
+            wrt.extend(range(starts[p], starts[p + 1]))
+        n_leaves = starts[-1]
+        if kind == "jvp":
+            tangent_types = [_leaf_type(v) for v in _flat(extra)]
+            joint = jvp_graph(graph, wrt, tangent_types, insert_at=n_leaves)
+            spec = ("tuple", (result.out_spec, _shift(result.out_spec, joint.n_forward)))
+        elif kind == "vjp":
+            (cotangent,) = extra
+            out_spec = _split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
+            seeds, types = _cotangent_seeds(out_spec, cotangent)
+            joint = differentiate(graph, wrt, seeds, cotangent_types=types, insert_at=n_leaves)
+            counter = iter(range(joint.n_forward, 10 ** 9))
+            spec = ("tuple", tuple(_grad_spec(primals[p], counter) for p in positions))
+        else:
+            loss_spec, aux_spec = _split_loss(result.out_spec, self.spec.has_aux, self.name)
+            loss = graph.outputs[loss_spec[1]]
+            t = loss.type
+            if not (isinstance(t, TensorType) and t.shape == () and t.dtype.kind == "f"):
+                raise DifferentiationError(f"{self.name}: the function must return a float scalar (a loss) to be "
+                                           f"differentiated, not {t}", hint="reduce it first (.sum() or .mean()), "
+                                           "or use jitgraph.vjp for a non-scalar output")
+            joint = differentiate(graph, wrt, [loss_spec[1]])
+            counter = iter(range(joint.n_forward, 10 ** 9))
+            per_arg = tuple(_grad_spec(primals[p], counter) for p in positions)
+            grads = per_arg[0] if isinstance(self.spec.argnums, int) else ("tuple", per_arg)
+            if kind == "grad":
+                spec = ("tuple", (grads, aux_spec)) if self.spec.has_aux else grads
+            else:
+                spec = ("tuple", (result.out_spec, grads))
+        self.joints.append(joint)
+        extra_info = dict(result.extra)
+        extra_info["leaf_names"] = list(joint.graph.input_names)
+        extra_info["may_raise"] = raising_checks(joint.graph)
+        extra_info["autodiff"] = joint
+        return TraceResult(joint.graph, spec, result.guards, None, len(joint.graph.inputs), result.seconds,
+                           extra_info)
+
+    # ---- the fallback: the joint graph, interpreted ----------------------------------------------------------
+    def run_interpreted(self, *args: Any, **kwargs: Any) -> Any:
+        """Compute this call's result with the reference interpreter (what an eager cache entry runs)."""
+        traced = self._trace(args, kwargs)
+        graph = traced.result.graph
+        leaves: list[Any] = []
+        make_key(args, kwargs, leaves)
+        extra = traced.check(args, kwargs) if traced.check is not None else []
+        leaves += extra or []
+        outs, written = evaluate(graph, leaves)
+        for (index, _), value in zip(graph.mutations, written):
+            np.copyto(leaves[index], value)
+        return build_output(traced.out_spec, traced.guards.constants)(outs, leaves, args, kwargs)
+
+    def explain(self, output: Any = None) -> ExplainResult:
+        """As ``CompiledFunction.explain``, with the user's function as the source shown."""
+        return build_explain(self.entries, function=self.user_fn, recompile_reasons=self.recompile_reasons(True),
+                             fallbacks=self.cache_info().fallbacks, output=output)
+
+    def saved_values(self) -> list[str]:
+        """The forward values the backward of the latest compile reads, in words (``explain`` adds these)."""
+        if not self.joints:
+            return []
+        return [f"{n.op} : {n.type}" + (f" @ {n.loc}" if n.loc else "") for n in self.joints[-1].saved]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GradFunction, (self.user_fn, self.spec, self.backend, self.fullgraph, self.cache_limit, self.options))
+
+
+class _EagerGradient:
+    """What an eager cache entry of a GradFunction calls: the joint graph, interpreted (see the module doc)."""
+
+    def __init__(self, owner: GradFunction) -> None:
+        self._owner = weakref.ref(owner)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        owner = self._owner()
+        assert owner is not None
+        return owner.run_interpreted(*args, **kwargs)
+
+    @property
+    def __code__(self) -> Any:  # parameter names in recompile reasons are the user function's
+        owner = self._owner()
+        return getattr(getattr(owner, "user_fn", None), "__code__", None)
+
+
+# ---- pytrees of arguments and results ----------------------------------------------------------------------
+def _flat(value: Any) -> list[Any]:
+    """The leaves of ``value`` in the order the tracer makes graph inputs for them (``TraceContext.wrap_arg``)."""
+    t = type(value)
+    if t is float or t is np.ndarray or isinstance(value, np.generic) or is_device_array(value):
+        return [value]
+    if t is tuple or t is list or is_namedtuple(value):
+        return [leaf for v in value for leaf in _flat(v)]
+    if t is dict:
+        return [leaf for v in value.values() for leaf in _flat(v)]
+    return []
+
+
+def _leaf_starts(primals: tuple) -> list[int]:
+    starts = [0]
+    for value in primals:
+        starts.append(starts[-1] + len(_flat(value)))
+    return starts
+
+
+def _leaf_type(value: Any) -> TensorType:
+    return type_of(np.asarray(value) if isinstance(value, float) else value)
+
+
+def _check_leaves(value: Any, names: Sequence[str], what: str) -> None:
+    """Every leaf of a differentiated argument must be an array or a float (ints are part of the key)."""
+    t = type(value)
+    if t is tuple or t is list or t is dict or is_namedtuple(value):
+        for v in (value.values() if t is dict else value):
+            _check_leaves(v, names, what)
+        return
+    if not _flat(value):
+        raise DifferentiationError(f"cannot differentiate with respect to {what}: it holds a {t.__name__} "
+                                   f"({value!r:.40}); only float arrays and floats have gradients",
+                                   hint="leave it out of argnums")
+
+
+def _grad_spec(value: Any, counter: Any) -> Any:
+    """An output spec that rebuilds ``value``'s pytree from consecutive graph outputs (``counter``)."""
+    t = type(value)
+    if t is np.ndarray or is_device_array(value):
+        return ("out", next(counter), "array")
+    if isinstance(value, np.generic):
+        return ("out", next(counter), "scalar")
+    if t is float:
+        return ("out", next(counter), "python")
+    if t is tuple or t is list:
+        return (t.__name__, tuple(_grad_spec(v, counter) for v in value))
+    if is_namedtuple(value):
+        return ("namedtuple", t, tuple(_grad_spec(v, counter) for v in value))
+    if t is dict:
+        return ("dict", tuple(value), tuple(_grad_spec(v, counter) for v in value.values()))
+    raise DifferentiationError(f"cannot build a gradient for a {t.__name__}")
+
+
+def _split_loss(spec: Any, has_aux: bool, name: str, computed: bool = True) -> tuple[Any, Any]:
+    if has_aux:
+        if spec[0] not in ("tuple", "list") or len(spec[1]) != 2:
+            raise DifferentiationError(f"{name}: has_aux=True needs the function to return a pair (loss, aux)")
+        loss, aux = spec[1]
+    else:
+        loss, aux = spec, None
+    if computed and loss[0] != "out":
+        raise DifferentiationError(f"{name}: the loss does not depend on the traced computation (the function "
+                                   "returns a constant or an argument as it is)", hint="return a computed value")
+    return loss, aux
+
+
+def _cotangent_seeds(spec: Any, cotangent: Any) -> tuple[list[int | None], list[TensorType]]:
+    """Which graph output each leaf of the cotangent seeds (None: an output that is not computed), and their
+    types, walking the output spec and the cotangent pytree together."""
+    seeds: list[int | None] = []
+
+    def walk(s: Any, value: Any) -> None:
+        tag = s[0]
+        if tag in ("tuple", "list", "namedtuple", "dict"):
+            parts = s[-1]
+            values = list(value.values()) if tag == "dict" else list(value)
+            if len(values) != len(parts):
+                raise DifferentiationError("the cotangent's structure differs from the function's output")
+            for p, v in zip(parts, values):
+                walk(p, v)
+            return
+        n = len(_flat(value))
+        seeds.extend([s[1] if tag == "out" else None] * n)
+
+    walk(spec, cotangent)
+    return seeds, [_leaf_type(v) for v in _flat(cotangent)]
+
+
+def _shift(spec: Any, offset: int) -> Any:
+    """``spec`` with every graph output index moved by ``offset`` (the tangents mirror the outputs)."""
+    tag = spec[0]
+    if tag == "out":
+        return ("out", spec[1] + offset, spec[2])
+    if tag in ("tuple", "list"):
+        return (tag, tuple(_shift(s, offset) for s in spec[1]))
+    if tag == "namedtuple":
+        return (tag, spec[1], tuple(_shift(s, offset) for s in spec[2]))
+    if tag == "dict":
+        return (tag, spec[1], tuple(_shift(s, offset) for s in spec[2]))
+    raise DifferentiationError("jvp: an output that is not computed from the arguments (a constant, or an "
+                               "argument returned as it is) has no tangent here", hint="return computed values")
+
+
+def cached(table: weakref.WeakKeyDictionary, fn: Callable[..., Any], key: tuple, make: Callable[[], Any]) -> Any:
+    """One compiled object per (function, options): ``vjp(f, x)`` called in a loop compiles once."""
+    try:
+        per_fn = table.setdefault(fn, {})
+    except TypeError:  # not weakly referenceable: no cache
+        return make()
+    if key not in per_fn:
+        per_fn[key] = make()
+    return per_fn[key]
+
+
+# ---- the public entry points' bodies (jitgraph.api keeps only their signatures and option checks) ------------
+_VJP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FORWARD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _key(options: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def vjp(fn: Any, primals: tuple, has_aux: bool, backend: str | None, options: dict[str, Any]) -> tuple:
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``), as ``jax.vjp``: the forward runs compiled
+    now; ``vjp_fn(cotangent)`` runs the compiled joint graph (forward again, then backward) and returns one
+    gradient pytree per primal, as a tuple."""
+    key = (has_aux, backend, _key(options))
+    forward = cached(_FORWARD, fn, key, lambda: CompiledFunction(fn, backend=backend, options=options))
+    joint = cached(_VJP, fn, key, lambda: GradFunction(fn, GradSpec("vjp", has_aux=has_aux), backend=backend,
+                                                       options=options))
+    out = forward(*primals)
+
+    def vjp_fn(cotangent: Any) -> tuple:
+        return joint(*primals, cotangent)
+
+    if has_aux:
+        value, aux = out
+        return value, vjp_fn, aux
+    return out, vjp_fn
+
+
+def jvp(fn: Any, primals: Sequence[Any], tangents: Sequence[Any], backend: str | None,
+        options: dict[str, Any]) -> tuple:
+    """``(out, tangent_out)`` as ``jax.jvp``: one compiled graph computes both."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise DifferentiationError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    key = (backend, _key(options))
+    joint = cached(_VJP, fn, ("jvp",) + key, lambda: GradFunction(fn, GradSpec("jvp"), backend=backend,
+                                                                  options=options))
+    return joint(*primals, *tangents)
