@@ -147,6 +147,41 @@ def test_a_softmax_group_runs_one_sweep_per_reduction_level() -> None:
     check_against_eager(g, driver, [np.arange(20.0).reshape(4, 5) / 7])
 
 
+def test_a_group_reducing_rows_sweeps_each_row() -> None:
+    """``x / x.sum(1, keepdims=True)`` and ``abs(x).max(1)``: per row, one sweep for both reductions, one write
+    sweep (a keepdims reduction over some axes had no loop-body emitter: the graph ran eagerly)."""
+    b = GraphBuilder()
+    x = b.input(TensorType((3, 4), F64), "x")
+    rows = b.op("divide", x, b.op("sum", x, axis=(1,), keepdims=True))
+    norms = b.op("max", b.op("absolute", x), axis=(1,), keepdims=False)
+
+    def body(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
+        return [put(rb, y, rb.op("add", at(rb, y, i, 0), at(rb, norms, i)), i, 0)]
+
+    (out,) = build_loop(b, 0, 3, 1, [rows], body)
+    g, _ = run_pipeline(b.build([out]), {})
+    assert any(n.op == "fused" for n in g.nodes)
+    driver = compile_regions(g)
+    assert driver.source.count("for f0 in range(3):") == 1 and driver.source.count("for f1 in range(4):") == 2
+    check_against_eager(g, driver, [np.arange(1.0, 13.0).reshape(3, 4)])
+
+
+def test_a_keepdims_column_reduction_compiles() -> None:
+    """``x + x.max(0, keepdims=True)``: no NumPy call in a loop body does it, so the group sweeps the columns."""
+    b = GraphBuilder()
+    x = b.input(TensorType((3, 4), F64), "x")
+    y0 = b.op("add", x, b.op("max", x, axis=(0,), keepdims=True))
+
+    def body(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
+        return [put(rb, y, rb.op("multiply", at(rb, y, i, 0), rb.const(2.0)), i, 0)]
+
+    (out,) = build_loop(b, 0, 3, 1, [y0], body)
+    g, _ = run_pipeline(b.build([out]), {})
+    driver = compile_or_eager(g)
+    assert driver.fallback_reason() is None, driver.fallback_reason()
+    check_against_eager(g, driver, [np.random.default_rng(1).standard_normal((3, 4))])
+
+
 def test_drivers_answer_the_backend_protocol() -> None:
     g = _scalar_loop(F64, 4, lambda rb, v, i: rb.op("sqrt", v))
     driver = compile_regions(g, {"name": "proto"})

@@ -1,14 +1,15 @@
 """``fused`` nodes: the pipeline's fusion plan (:mod:`jitgraph.passes.fuse`), emitted as the driver's loop nests.
 
 A kernel group is an iteration domain plus the axes its reductions reduce, and every member lines up with the
-domain through an axis map (:func:`jitgraph.ir.fusion_groups.group_info`). A group that is elementwise, or whose
-reductions reduce the whole domain, runs as the CPU backend's kernels run it: one sweep over the domain per
-reduction level, each accumulating that level's reductions and writing the outputs it already can, then one sweep
-writing the outputs computed from the last level (``x = f(a)`` and ``x.max()``: one loop; softmax: a max sweep, a
-sum sweep and a write sweep). Each member is computed once per element of a sweep, as a scalar: a value read twice
-gets a temporary, a value read once is written into its reader's expression.
+domain through an axis map (:func:`jitgraph.ir.fusion_groups.group_info`). A group whose reductions reduce trailing
+axes (rows, or the whole domain) or that has none runs as the CPU backend's kernels run it: a loop over the other
+axes, and inside it one sweep over the reduced axes per reduction level, each accumulating that level's reductions
+and writing the outputs it already can, then one sweep writing the outputs computed from the last level
+(``x = f(a)`` and ``x.max()``: one loop; softmax: a max sweep, a sum sweep and a write sweep). Each member is
+computed once per element of a sweep, as a scalar: a value read twice gets a temporary, a value read once is
+written into its reader's expression.
 
-Any other group (a reduction over some axes, a reshape, a BLAS head, ``mean``) is emitted member by member
+Any other group (a reduction over leading axes, a reshape, a BLAS head, ``mean``) is emitted member by member
 (:func:`emit_members`), where :func:`.scope.plan_inline` decides which values stay in registers.
 """
 
@@ -73,7 +74,7 @@ def _sweepable(node: Node) -> GroupInfo | None:
     for n in members:
         kind = OPS[n.op].kind
         if kind is OpKind.REDUCTION:
-            if n.op not in LOOP_REDUCTIONS or n.attrs.get("keepdims") or n.attrs.get("dtype") is not None \
+            if n.op not in LOOP_REDUCTIONS or n.attrs.get("dtype") is not None \
                     or n.inputs[0].tensor_type.size == 0 or n.inputs[0].tensor_type.dtype.kind not in "iufb":
                 return None
         elif kind is not OpKind.ELEMENTWISE or n.op == "setitem" and len(n.inputs) != 2:
@@ -84,10 +85,14 @@ def _sweepable(node: Node) -> GroupInfo | None:
         return None
     if not info.domain:
         return None  # 0-d members only: nothing to sweep
-    if info.raxes and set(info.raxes) != set(range(len(info.domain))):
-        return None  # a reduction over some axes: per outer index, one sweep per level
-    if any(is_array(o) and o.tensor_type.shape != info.domain for o in body.outputs if o in info.amap):
-        return None
+    swept = set(info.amap)
+    if any(n.op != "input" and n not in swept and any(i in swept for i in n.inputs) for n in body.nodes):
+        return None  # a 0-d value computed from a member: the sweeps compute 0-d values before they start
+    d = len(info.domain)
+    numpy_can = all(n.op == "sum" and len(n.attrs["axis"]) == 1 and not n.attrs.get("keepdims")
+                    for n in members if OPS[n.op].kind is OpKind.REDUCTION)
+    if set(info.raxes) != set(range(d - len(info.raxes), d)) and numpy_can:
+        return None  # sweeping leading axes strides through memory: NumPy's axis sum, member by member, does better
     if any(o not in info.amap for o in body.outputs):
         return None
     return info
@@ -97,91 +102,136 @@ def _is_reduction(n: Node) -> bool:
     return OPS[n.op].kind is OpKind.REDUCTION
 
 
+class _Sweeps:
+    """The loop nests of one group: outer loops over the axes no reduction reduces, and inside them, per reduction
+    level, one sweep over the reduced (trailing) axes, then a sweep writing what the last level feeds. Values that
+    walk only the outer axes (reduction results, and what is computed from them per row) are scalars per outer
+    index; the rest are computed once per element of each sweep that needs them."""
+
+    def __init__(self, em: Emitter, body: Graph, info: GroupInfo) -> None:
+        self.em, self.body, self.info = em, body, info
+        self.members = [n for n in body.nodes if n in info.amap]
+        reduced = set(info.raxes)
+        self.outer_axes = [a for a in range(len(info.domain)) if a not in reduced]
+        self.loop_vars = [f"f{a}" for a in range(len(info.domain))]
+        # A member walking a reduced axis is computed inside the sweeps; the others once per outer index.
+        self.inner = {n for n in self.members if not _is_reduction(n)
+                      and (not reduced or any(a in reduced for a in info.amap[n] if a is not None))}
+        self.names = {n: em.vname(n) for n in self.members}
+        self.scalars: dict[Node, str] = {}  # per outer index: reduction accumulators and outer-only values
+
+    def index(self, n: Node) -> str:
+        return ", ".join("0" if a is None else self.loop_vars[a] for a in self.info.amap[n])
+
+    def operand(self, i: Node, reader: Node, texts: dict[Node, str]) -> str:
+        if i in texts:
+            return texts[i]
+        if i in self.scalars:
+            return self.scalars[i]
+        if not is_array(i):
+            return self.em.var[i]
+        offset = reader.tensor_type.ndim - i.tensor_type.ndim
+        axes = self.info.amap[reader]
+        parts = ["0" if size == 1 else self.loop_vars[axes[offset + k]]  # type: ignore[index]
+                 for k, size in enumerate(i.tensor_type.shape)]
+        return f"{self.em.var[i]}[{', '.join(parts)}]"
+
+    def value(self, n: Node, texts: dict[Node, str]) -> str:
+        return wrap(self.em.op_text(n, [self.operand(i, n, texts) for i in n.inputs]), n.tensor_type.dtype)
+
+    def emit(self, indent: int) -> list[str]:
+        em, info, body = self.em, self.info, self.body
+        outputs = set(body.outputs)
+        for n in self.members:  # escaping arrays, allocated before the loops
+            if n in outputs and is_array(n):
+                em.write(indent, f"{self.names[n]} = np.empty({n.tensor_type.shape!r}, "
+                                 f"{dtype_ctor(n.tensor_type.dtype)})")
+        for k, a in enumerate(self.outer_axes):
+            em.write(indent + k, f"for {self.loop_vars[a]} in range({info.domain[a]}):")
+        at = indent + len(self.outer_axes)
+        levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
+        written: set[Node] = set()
+        self.outer_values(0, at)
+        for level in levels:
+            targets = [n for n in self.members if _is_reduction(n) and info.level[n] == level]
+            writes = [n for n in self.members if n in self.inner and n in outputs and info.level[n] < level
+                      and n not in written]
+            self.sweep(targets, writes, at)
+            written.update(writes)
+            self.outer_values(level, at)
+        rest = [n for n in self.members if n in self.inner and n in outputs and n not in written]
+        if rest or not levels:
+            self.sweep([], rest, at)
+        if not self.outer_axes:  # whole-domain reductions are the results themselves
+            return [self.scalars.get(o, self.names[o]) for o in body.outputs]
+        return [self.names[o] for o in body.outputs]
+
+    def outer_values(self, level: int, at: int) -> None:
+        """Once per outer index: the outer-only values of ``level`` (after that level's reductions)."""
+        for n in self.members:
+            if n in self.inner or _is_reduction(n) or self.info.level[n] != level:
+                continue
+            temp = "e" + self.names[n][1:]
+            self.em.write(at, f"{temp} = {self.value(n, {})}")
+            self.scalars[n] = temp
+            if n in self.body.outputs and is_array(n):
+                self.em.write(at, f"{self.names[n]}[{self.index(n)}] = {temp}")
+
+    def needed(self, roots: list[Node]) -> set[Node]:
+        """The inner members a sweep computes for ``roots`` (its reductions and writes), transitively."""
+        seen: set[Node] = set()
+        stack = list(roots)
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(i for i in n.inputs if i in self.inner)
+        return seen
+
+    def sweep(self, targets: list[Node], writes: list[Node], at: int) -> None:
+        em, info = self.em, self.info
+        order = [n for n in self.body.nodes if n in self.needed(targets + writes)]
+        uses = {n: sum(u.inputs.count(n) for u in order) + (n in writes) for n in order}
+        for n in targets:
+            acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+            name = self.names[n] if not is_array(n) else "r" + self.names[n][1:]
+            em.write(at, f"{name} = {shared.reduction_init(n.op, acc)}")
+            self.scalars[n] = name
+        reduced = list(info.raxes)
+        for k, a in enumerate(reduced):
+            em.write(at + k, f"for {self.loop_vars[a]} in range({info.domain[a]}):")
+        inner = at + len(reduced)
+        texts: dict[Node, str] = {}
+        for n in order:
+            if n in targets:
+                (x,) = n.inputs
+                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+                value = self.operand(x, n, texts) if x in texts else \
+                    f"{em.var[x]}[{', '.join(self.loop_vars)}]"
+                if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
+                    value = cast_text(value, x.tensor_type.dtype, acc)
+                em.write(inner, f"{self.scalars[n]} = {cpu_emitters.reduction_combine(n.op, self.scalars[n], value)}")
+                continue
+            text = self.value(n, texts)
+            if uses[n] > 1:
+                temp = "e" + self.names[n][1:]
+                em.write(inner, f"{temp} = {text}")
+                text = temp
+            texts[n] = text
+            if n in writes:
+                em.write(inner, f"{self.names[n]}[{self.index(n)}] = {text}")
+        for n in targets:
+            final = f"{dtype_ctor(n.tensor_type.dtype)}({self.scalars[n]})"
+            em.write(at, f"{self.scalars[n]} = {final}")
+            if is_array(n) and n in self.body.outputs:
+                em.write(at, f"{self.names[n]}[{self.index(n)}] = {self.scalars[n]}")
+
+
 def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[str]:
-    """One sweep per reduction level (each accumulates that level's reductions and writes the outputs it can), then
-    one writing the outputs computed from the last level's reductions, as the CPU backend's kernels run a group."""
     outer_scope, em.scope = em.scope, Scope(body, set())
     for n in body.nodes:  # the 0-d values every element reads, once, before the loops
         if n.op != "input" and n not in info.amap:
             em.emit_node(n, indent)
-    members = [n for n in body.nodes if n in info.amap]
-    names = {n: em.vname(n) for n in members}
-    arrays = [n for n in members if n in body.outputs and not _is_reduction(n)]
-    levels = sorted({info.level[n] for n in members if _is_reduction(n)})
-    written: set[Node] = set()
-    for level in levels:
-        targets = [n for n in members if _is_reduction(n) and info.level[n] == level]
-        writes = [n for n in arrays if info.level[n] < level and n not in written]
-        _sweep(em, body, info, names, targets, writes, indent)
-        written.update(writes)
-    rest = [n for n in arrays if n not in written]
-    if rest:
-        _sweep(em, body, info, names, [], rest, indent)
+    outs = _Sweeps(em, body, info).emit(indent)
     em.scope = outer_scope
-    return [names[o] for o in body.outputs]
-
-
-def _needed(roots: list[Node], info: GroupInfo) -> set[Node]:
-    """The members a sweep computes for ``roots``: their member operands, transitively, up to earlier reductions."""
-    seen: set[Node] = set()
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(i for i in n.inputs if i in info.amap and (i in roots or not _is_reduction(i)))
-    return seen
-
-
-def _sweep(em: Emitter, body: Graph, info: GroupInfo, names: dict[Node, str], targets: list[Node],
-           writes: list[Node], indent: int) -> None:
-    """One loop nest over the domain: compute what ``targets`` (reductions) and ``writes`` (outputs) read, once
-    per element; a value read twice gets a temporary, a value read once goes into its reader's expression."""
-    needed = _needed(targets + writes, info)
-    order = [n for n in body.nodes if n in needed]
-    uses = {n: sum(u.inputs.count(n) for u in order) + (n in writes) for n in order}
-    for n in targets:
-        acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-        em.write(indent, f"{names[n]} = {shared.reduction_init(n.op, acc)}")
-    for n in writes:
-        em.write(indent, f"{names[n]} = np.empty({info.domain!r}, {dtype_ctor(n.tensor_type.dtype)})")
-    loop_vars = [f"f{d}" for d in range(len(info.domain))]
-    for d, extent in enumerate(info.domain):
-        em.write(indent + d, f"for {loop_vars[d]} in range({extent}):")
-    inner = indent + len(info.domain)
-    index = ", ".join(loop_vars)
-    texts: dict[Node, str] = {}
-
-    def operand(i: Node, reader: Node) -> str:
-        if i in texts:
-            return texts[i]
-        if i in names and _is_reduction(i):
-            return names[i]  # an earlier level's result: a scalar by now
-        if not is_array(i):
-            return em.var[i]
-        offset = reader.tensor_type.ndim - i.tensor_type.ndim
-        axes = info.amap[reader]
-        parts = ["0" if size == 1 else loop_vars[axes[offset + k]]  # type: ignore[index]
-                 for k, size in enumerate(i.tensor_type.shape)]
-        return f"{em.var[i]}[{', '.join(parts)}]"
-
-    for n in order:
-        if n in targets:
-            (x,) = n.inputs
-            acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-            value = operand(x, n) if x in texts else f"{em.var[x]}[{index}]"
-            if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
-                value = cast_text(value, x.tensor_type.dtype, acc)
-            em.write(inner, f"{names[n]} = {cpu_emitters.reduction_combine(n.op, names[n], value)}")
-            continue
-        text = wrap(em.op_text(n, [operand(i, n) for i in n.inputs]), n.tensor_type.dtype)
-        if uses[n] > 1:
-            temp = "e" + names[n][1:]
-            em.write(inner, f"{temp} = {text}")
-            text = temp
-        texts[n] = text
-        if n in writes:
-            em.write(inner, f"{names[n]}[{index}] = {text}")
-    for n in targets:
-        em.write(indent, f"{names[n]} = {dtype_ctor(n.tensor_type.dtype)}({names[n]})")
+    return outs
