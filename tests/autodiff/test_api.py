@@ -1,0 +1,162 @@
+"""The public autodiff API: grad/value_and_grad/vjp/jvp as in JAX, pytrees, compiled results, errors."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from gradcheck import numeric_grad
+
+import jitgraph
+from jitgraph.autodiff import DifferentiationError
+
+R = np.random.default_rng(1)
+
+
+def mlp_loss(params, x, y):
+    h = np.tanh(x @ params["W"] + params["b"])
+    return ((h @ params["V"] - y) ** 2).mean()
+
+
+def make_params(dtype=np.float64):
+    return {"W": R.normal(size=(4, 5)).astype(dtype), "b": R.normal(size=5).astype(dtype),
+            "V": R.normal(size=(5, 2)).astype(dtype)}
+
+
+def test_grad_of_a_params_dict_matches_finite_differences_on_the_cpu_backend() -> None:
+    params, x, y = make_params(), R.normal(size=(6, 4)), R.normal(size=(6, 2))
+    g = jitgraph.grad(mlp_loss)(params, x, y)
+    assert isinstance(g, dict) and list(g) == ["W", "b", "V"]
+    for k in params:
+        def f(value, k=k):
+            return mlp_loss({**params, k: value}, x, y)
+
+        np.testing.assert_allclose(g[k], numeric_grad(f, [params[k]], 0, 1e-6), rtol=1e-5, atol=1e-8)
+
+
+def test_value_and_grad_is_one_compiled_graph_that_caches() -> None:
+    params, x, y = make_params(np.float32), R.normal(size=(6, 4)).astype(np.float32), \
+        R.normal(size=(6, 2)).astype(np.float32)
+    vg = jitgraph.value_and_grad(mlp_loss)
+    value, g = vg(params, x, y)
+    np.testing.assert_allclose(value, mlp_loss(params, x, y), rtol=1e-5)
+    assert all(g[k].dtype == np.float32 and g[k].shape == params[k].shape for k in params)
+    vg(params, x, y)
+    info = vg.cache_info()
+    assert (info.misses, info.hits, info.fallbacks) == (1, 1, 0)
+    (graph,) = vg.graphs()
+    assert len(graph.outputs) == 4  # the loss and three gradients, from one graph
+    eager = jitgraph.value_and_grad(mlp_loss, backend="eager")(params, x, y)
+    for k in params:
+        np.testing.assert_allclose(g[k], eager[1][k], rtol=1e-4, atol=1e-6)
+
+
+def test_argnums_tuple_lists_tuples_and_namedtuples() -> None:
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(p, xs, scale):
+        return (p.a * xs[0] + p.b * xs[1]).sum() * scale
+
+    p, xs = Pair(R.normal(size=3), R.normal(size=3)), [R.normal(size=3), R.normal(size=3)]
+    gp, gxs, gs = jitgraph.grad(f, argnums=(0, 1, 2), backend="eager")(p, xs, 2.0)
+    assert isinstance(gp, Pair) and isinstance(gxs, list) and isinstance(gs, float)
+    np.testing.assert_allclose(gp.a, xs[0] * 2.0)
+    np.testing.assert_allclose(gxs[1], p.b * 2.0)
+    np.testing.assert_allclose(gs, f(p, xs, 1.0))
+    g1 = jitgraph.grad(f, argnums=-1, backend="eager")(p, xs, 2.0)
+    np.testing.assert_allclose(g1, f(p, xs, 1.0))
+
+
+def test_has_aux() -> None:
+    def f(x):
+        y = np.sin(x)
+        return y.sum(), {"y": y}
+
+    g, aux = jitgraph.grad(f, has_aux=True)(np.arange(3.0))
+    np.testing.assert_allclose(g, np.cos(np.arange(3.0)))
+    np.testing.assert_allclose(aux["y"], np.sin(np.arange(3.0)))
+    (value, aux2), g2 = jitgraph.value_and_grad(f, has_aux=True, backend="eager")(np.arange(3.0))
+    assert np.isclose(value, np.sin(np.arange(3.0)).sum())
+    np.testing.assert_allclose(aux2["y"], aux["y"])
+    np.testing.assert_allclose(g2, g)
+
+
+def test_vjp_and_jvp() -> None:
+    x, w = R.normal(size=(3, 4)), R.normal(size=(4, 2))
+
+    def f(x, w):
+        return np.tanh(x @ w), (x ** 2).sum(axis=1)
+
+    out, vjp_fn = jitgraph.vjp(f, x, w, backend="eager")
+    np.testing.assert_allclose(out[0], np.tanh(x @ w))
+    ct = (R.normal(size=(3, 2)), R.normal(size=3))
+    gx, gw = vjp_fn(ct)
+    d = ct[0] * (1 - np.tanh(x @ w) ** 2)
+    np.testing.assert_allclose(gx, d @ w.T + 2 * x * ct[1][:, None])
+    np.testing.assert_allclose(gw, x.T @ d)
+    tx, tw = R.normal(size=x.shape), R.normal(size=w.shape)
+    (o1, o2), (t1, t2) = jitgraph.jvp(f, (x, w), (tx, tw), backend="eager")
+    np.testing.assert_allclose(o1, out[0])
+    np.testing.assert_allclose(o2, out[1])
+    np.testing.assert_allclose(t1, (1 - np.tanh(x @ w) ** 2) * (tx @ w + x @ tw))
+    np.testing.assert_allclose(t2, (2 * x * tx).sum(axis=1))
+
+
+def test_in_place_code_is_fine_but_a_mutated_argument_is_an_error() -> None:
+    def local(x):
+        y = x.copy()
+        y *= 2.0
+        return (y * x).sum()
+
+    np.testing.assert_allclose(jitgraph.grad(local, backend="eager")(np.arange(3.0)), 4 * np.arange(3.0))
+
+    def mutates(x, s):
+        x *= 2.0
+        return (x * s).sum()
+
+    with pytest.raises(DifferentiationError, match="writes it in place"):
+        jitgraph.grad(mutates)(np.arange(3.0), 1.5)
+    # differentiating the other argument is fine: the mutation of x happens, as in NumPy
+    x = np.arange(3.0)
+    assert jitgraph.grad(mutates, argnums=1, backend="eager")(x, 1.5) == pytest.approx(6.0)
+    np.testing.assert_array_equal(x, [0.0, 2.0, 4.0])
+
+
+def test_errors_are_structured() -> None:
+    with pytest.raises(DifferentiationError, match="integer or boolean"):
+        jitgraph.grad(lambda x: (x * 2.0).sum())(np.arange(3))
+    with pytest.raises(DifferentiationError, match="holds a int"):
+        jitgraph.grad(lambda x, n: (x * n).sum(), argnums=1)(np.ones(3), 2)
+    with pytest.raises(DifferentiationError, match="float scalar"):
+        jitgraph.grad(lambda x: x * 2.0)(np.ones(3))
+    with pytest.raises(DifferentiationError, match="argnums 3 is out of range"):
+        jitgraph.grad(lambda x: x.sum(), argnums=3)(np.ones(3))
+
+    def cumulative(x):
+        return np.cumsum(x).sum()
+
+    with pytest.raises(jitgraph.JitgraphError) as info:
+        jitgraph.grad(cumulative)(np.ones(3))
+    assert info.value.filename == __file__ or "cumsum" in str(info.value)
+
+
+def test_missing_rule_names_the_op_and_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jitgraph.autodiff import rules
+
+    monkeypatch.delitem(rules.VJP, "tanh")
+
+    def f(x):
+        return np.tanh(x).sum()
+
+    with pytest.raises(DifferentiationError, match="no derivative rule for op 'tanh'") as info:
+        jitgraph.grad(f, backend="eager")(np.ones(3))
+    assert info.value.filename == __file__ and info.value.lineno == f.__code__.co_firstlineno + 1
+
+
+def test_explain_shows_the_joint_graph_and_saved_values() -> None:
+    g = jitgraph.grad(lambda x: np.exp(x).sum(), backend="eager")
+    g(np.ones(3))
+    text = str(g.explain().graphs[0])
+    assert "exp" in text and "broadcast_to" in text
+    assert any(s.startswith("exp") for s in g.saved_values())
