@@ -142,7 +142,7 @@ def _warn_once(root: Path, why: str) -> None:
         if str(root) in _warned:
             return
         _warned.add(str(root))
-    message = f"jitgraph: not using the kernel cache {root}: {why}. {HINT}."
+    message = f"jitgraph: not using the kernel cache {root}: {why}; {HINT}."
     _log.warning(message)
     warnings.warn(message, CacheWarning, stacklevel=4)
 
