@@ -20,9 +20,11 @@ import collections
 import functools
 import itertools
 import logging
+import os
 import sys
 import threading
 import types
+import weakref
 from typing import Any, NamedTuple
 
 from jitgraph.errors import BackendError
@@ -46,6 +48,20 @@ log_recompiles = logging.getLogger("jitgraph.recompiles")
 log_breaks = logging.getLogger("jitgraph.breaks")
 log_guards = logging.getLogger("jitgraph.guards")
 log_perf = logging.getLogger("jitgraph.perf")
+
+
+_LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
+
+
+def _new_locks_after_fork() -> None:
+    """A child forked while another thread held a compile lock would wait for it forever (that thread does not
+    exist in the child): each function gets a fresh lock there."""
+    for f in list(_LIVE):
+        f._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
 class _Outcome(NamedTuple):
@@ -78,6 +94,7 @@ class CompiledFunction:
         self.options = dict(options or {})
         # Reentrant: a recursive function's eager fallback calls this object again on the same thread.
         self._lock = threading.RLock()
+        _LIVE.add(self)
         self._table: dict[tuple, tuple[Entry, ...]] = {}
         self.entries: list[Entry] = []
         self._clear()

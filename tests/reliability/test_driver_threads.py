@@ -4,9 +4,12 @@ half-built kernel. Every thread is joined with a timeout, so a deadlock fails th
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -190,3 +193,47 @@ def test_storm_functions_sharing_kernels(tmp_path: Any, monkeypatch: pytest.Monk
     fn = make_kernel_fn(1.0 + random.random())
     fs = [jitgraph.compile(fn, backend="cpu") for _ in range(8)]
     check_storm(fs, storm(8, mixed_work(fs, fn)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_while_another_thread_compiles() -> None:
+    """A process forked while another thread holds a function's compile lock: the child has no such thread, so
+    the lock must be new there, or the child's first miss waits forever. The child is bounded by a timeout."""
+    f = jitgraph.compile(axpy, backend="eager")
+    a = np.ones(4)
+    f(a, a, a)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with f._lock:
+            held.set()
+            release.wait(JOIN_S)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(JOIN_S)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a multi-threaded process
+            pid = os.fork()
+        if pid == 0:  # the child: a miss (new shape), then exit without running pytest's teardown
+            code = 1
+            try:
+                b = np.ones(6)
+                code = 0 if np.array_equal(f(b, b, b), axpy(b, b, b)) else 2
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 60.0
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung on the compile lock")
+            time.sleep(0.05)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        release.set()
+        holder.join(JOIN_S)
