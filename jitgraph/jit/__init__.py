@@ -5,8 +5,10 @@ Reading order:
 * ``stages.py``       ``trace_stage`` -> :class:`Traced` -> ``lower()`` -> :class:`Lowered` -> ``compile()`` ->
   :class:`Compiled`, as in ``jax.stages``: each stage public and printable.
 * ``function.py``     :class:`CompiledFunction`: dispatch on key and guards, recompiles and their limit, automatic
-  dynamic ints, eager fallback and demotion; a miss compiles through the stages above.
+  dynamic ints, eager fallback and demotion, the per-function compile lock and pickling by reference; a miss
+  compiles through the stages above.
 * ``entries.py``      a cache entry (the stages it was made from) and the hit/miss counters.
+* ``effects.py``      what an entry does when its graph raises, so effects happen in eager NumPy's order.
 * ``breaks.py``, ``refusals.py``  why a call runs eagerly, and where eager is refused (fullgraph, device arrays).
 * ``backend_choice.py``  which backend; device arrays need cuda.
 * ``explain_builder.py`` the one builder of ``ExplainResult``.
