@@ -125,5 +125,7 @@ class Emitter:
     def cast(self, g: Node, like: Node) -> Node:
         """``g`` in the dtype of the primal ``like`` (float32 parameters get float32 gradients)."""
         t = like.tensor_type
-        target = np.dtype(np.float64) if t.weak else t.dtype
-        return g if dtype_of(g) == target else self.op("astype", g, dtype=target)
+        return self.cast_to(g, np.dtype(np.float64) if t.weak else t.dtype)
+
+    def cast_to(self, g: Node, dtype: np.dtype) -> Node:
+        return g if dtype_of(g) == dtype and not g.tensor_type.weak else self.op("astype", g, dtype=np.dtype(dtype))

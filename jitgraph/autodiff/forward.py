@@ -18,7 +18,15 @@ import numpy as np
 
 from jitgraph.autodiff.emit import Emitter, is_float, shape_of
 from jitgraph.autodiff.errors import DifferentiationError
-from jitgraph.autodiff.reverse import JointGraph, backward, check_differentiable, copy_forward, fresh_output, new_index
+from jitgraph.autodiff.reverse import (
+    JointGraph,
+    backward,
+    check_differentiable,
+    copy_forward,
+    fresh_output,
+    history_for,
+    new_index,
+)
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, eliminate_dead
 from jitgraph.ir.types import TensorType
 
@@ -37,7 +45,8 @@ def jvp_graph(graph: Graph, wrt: Sequence[int], tangent_types: Sequence[TensorTy
             raise DifferentiationError(f"jvp: the tangent of {names[i]} has shape {t.shape}, the primal "
                                        f"{primal.shape}")
     builder = GraphBuilder()
-    mapping, tangents = copy_forward(builder, graph, names, insert_at, tangent_types, "tangent")
+    mapping, tangents = copy_forward(builder, graph, names, insert_at, tangent_types, "tangent",
+                                     history_for(graph, wrt))
     forward = [mapping[n] for n in graph.nodes]
     outputs = [mapping[o] for o in graph.outputs]
     wrt_nodes = [mapping[graph.inputs[i]] for i in wrt]

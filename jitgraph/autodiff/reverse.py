@@ -20,6 +20,7 @@ import numpy as np
 
 from jitgraph.autodiff.emit import Emitter, is_float, shape_of
 from jitgraph.autodiff.errors import DifferentiationError
+from jitgraph.autodiff.loops import augment_loop
 from jitgraph.autodiff.rules import VJP
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
 from jitgraph.ir.ops import is_view_node
@@ -77,7 +78,8 @@ def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None],
     check_differentiable(graph, wrt, names)
     builder = GraphBuilder()
     insert_at = len(graph.inputs) if insert_at is None else insert_at
-    mapping, cotangents_in = copy_forward(builder, graph, names, insert_at, cotangent_types or (), "cotangent")
+    mapping, cotangents_in = copy_forward(builder, graph, names, insert_at, cotangent_types or (), "cotangent",
+                                          history_for(graph, wrt))
     forward = [mapping[n] for n in graph.nodes]
     n_forward_nodes = len(builder.nodes)
     wrt_nodes = [mapping[graph.inputs[i]] for i in wrt]
@@ -170,10 +172,16 @@ def _active(nodes: Sequence[Node], wrt: Sequence[Node]) -> set[Node]:
     return active
 
 
+def history_for(graph: Graph, wrt: Sequence[int]) -> set[Node]:
+    """The loop nodes of ``graph`` the backward will go through: they record their iterations (loops.py)."""
+    return {n for n in _active(graph.nodes, [graph.inputs[i] for i in wrt]) if n.op == "loop"}
+
+
 def copy_forward(builder: GraphBuilder, graph: Graph, names: Sequence[str], insert_at: int,
-                 extra_types: Sequence[TensorType], extra_name: str) -> tuple[dict[Node, Node], list[Node]]:
+                 extra_types: Sequence[TensorType], extra_name: str, record: set[Node] = frozenset()
+                 ) -> tuple[dict[Node, Node], list[Node]]:
     """Copy ``graph``'s nodes into ``builder`` (old node -> new node), with new inputs of ``extra_types`` inserted
-    before input ``insert_at`` (called ``extra_name[k]``)."""
+    before input ``insert_at`` (called ``extra_name[k]``); the loops in ``record`` also record their history."""
     mapping: dict[Node, Node] = {}
     extra: list[Node] = []
     for index, node in enumerate(graph.inputs):
@@ -183,10 +191,15 @@ def copy_forward(builder: GraphBuilder, graph: Graph, names: Sequence[str], inse
     if insert_at >= len(graph.inputs):
         extra = [builder.input(t, f"{extra_name}[{k}]") for k, t in enumerate(extra_types)]
     for node in graph.nodes:
-        if node.op != "input":
-            copied = Node(node.op, tuple(mapping[i] for i in node.inputs), node.type, node.attrs, node.regions,
-                          node.loc)
-            mapping[node] = builder.add(copied)
+        if node.op == "input":
+            continue
+        inputs = tuple(mapping[i] for i in node.inputs)
+        if node in record:
+            previous, builder.loc = builder.loc, node.loc
+            mapping[node] = augment_loop(builder, node, inputs)
+            builder.loc = previous
+        else:
+            mapping[node] = builder.add(Node(node.op, inputs, node.type, node.attrs, node.regions, node.loc))
     return mapping, extra
 
 

@@ -1,8 +1,9 @@
-"""Derivative rules of control flow: ``tuple_get`` now; ``loop``/``cond``/``while`` rules come with regions."""
+"""Derivative rules of control flow: ``tuple_get``, and the region ops (their rules live in :mod:`loops`)."""
 
 from __future__ import annotations
 
 from jitgraph.autodiff.emit import Emitter
+from jitgraph.autodiff.loops import cond_rule, loop_rule, while_rule
 from jitgraph.autodiff.rules_elementwise import Rule
 from jitgraph.ir.graph import Node, TupleType
 
@@ -17,4 +18,7 @@ def _tuple_get_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) ->
 
 CONTROL_VJP: dict[str, Rule] = {
     "tuple_get": _tuple_get_rule,
+    "loop": loop_rule,
+    "cond": cond_rule,
+    "while": while_rule,
 }

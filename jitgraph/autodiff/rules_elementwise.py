@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from jitgraph.autodiff.emit import Emitter, dtype_of, is_float, shape_of
 from jitgraph.ir.graph import Node
 
@@ -58,8 +60,10 @@ def _pow_dy(e: Emitter, n: Node, g: Node) -> Node:
 
 def _pow_dx(e: Emitter, n: Node, g: Node) -> Node:
     x, y = n.inputs
-    if y.op == "const":  # x ** 2: a literal exponent keeps the rule a single power
+    if y.op == "const":  # x ** 2: a literal exponent keeps the rule a single power (or none)
         value = y.attrs["value"]
+        if np.ndim(value) == 0 and value in (1, 2):
+            return g if value == 1 else e.mul(g, e.mul(x, 2.0))
         ym1 = e.const(float(value) - 1.0 if not isinstance(value, int) else value - 1)
     else:
         ym1 = e.sub(y, 1)
