@@ -224,20 +224,14 @@ def test_may_raise_names_a_domain_check() -> None:
     assert filename == __file__ and lineno == sqrt_after_update.__code__.co_firstlineno + 2
 
 
-# The two cases themselves need the driver (snapshot the mutated inputs of a graph that may raise, restore them and
-# rerun eagerly when it raises); until it does, they are expected to fail on a cached (warm) call.
-DRIVER_PENDING = pytest.mark.xfail(reason="issue 17 item 4: the driver must rerun a raising may_raise graph eagerly",
-                                   strict=False)
-
-
-@DRIVER_PENDING
+# The two cases on a cached (warm) call: the driver reruns a raising graph eagerly (jit/effects.py), restoring the
+# mutated inputs first where a check runs after a write.
 def test_domain_error_after_an_update_warm() -> None:
     compiled = jitgraph.compile(sqrt_after_update, backend="eager")
     for t in (0, 1, 2, 3):  # t changes: traced as a runtime int, so the domain check runs in the graph
         assert_like_eager(compiled, sqrt_after_update, (np.ones(3), t))
 
 
-@DRIVER_PENDING
 def test_negative_integer_power_after_an_update_warm() -> None:
     compiled = jitgraph.compile(power_after_update, backend="eager")
     for _ in range(2):
