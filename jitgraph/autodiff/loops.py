@@ -111,7 +111,10 @@ def _strong(t: TensorType) -> TensorType:
 def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     history = HISTORIES.get(node)
     if history is None:
-        raise DifferentiationError("internal: a loop reached the backward without its history", **_where(node))
+        # only the loops of the traced function record their history; the backward loop that jvp differentiates
+        # once more does not
+        raise DifferentiationError("forward mode (jvp) through a loop region is not supported yet (reverse mode "
+                                   "is: use grad or vjp)", **_where(node))
     k, trips = history.carried, history.trips
     (body,) = node.regions
     carried_init = node.inputs[3:3 + k]

@@ -160,3 +160,15 @@ def test_explain_shows_the_joint_graph_and_saved_values() -> None:
     text = str(g.explain().graphs[0])
     assert "exp" in text and "broadcast_to" in text
     assert any(s.startswith("exp") for s in g.saved_values())
+
+
+def test_readme_autodiff_example_runs() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Autodiff"):text.index("\n## ", text.index("## Autodiff") + 5)]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    scope: dict = {"__name__": "readme_autodiff"}
+    exec(compile(snippet, "README.md", "exec"), scope)  # noqa: S102
+    assert set(scope["grads"]) == {"W", "b"}
