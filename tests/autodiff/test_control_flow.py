@@ -94,3 +94,15 @@ def test_while_without_a_bound_is_an_error_at_its_line() -> None:
     # the tracer records the while node where the loop ends (its line or the next one)
     assert info.value.filename == __file__
     assert f.__code__.co_firstlineno < info.value.lineno <= f.__code__.co_firstlineno + 3
+
+
+def test_float_of_an_element_inside_a_loop() -> None:
+    """``float(x[i])`` in a loop body is a ``to_python`` node; its gradient passes through."""
+
+    def f(x, w):
+        acc = 0.0
+        for i in range(8):
+            acc = acc + float(x[i]) * w[i % 2]
+        return acc * acc
+
+    check_grad(f, R.uniform(0, 1, 8), R.uniform(0, 1, 2))

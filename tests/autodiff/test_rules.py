@@ -192,3 +192,19 @@ def test_every_rule_is_exercised() -> None:
     # and the cases trace to the ops they claim
     ops = {n.op for n in trace(lambda x: np.clip(x, -0.5, 0.5) * x.copy(), (u(3),), {}).graph.nodes}
     assert {"clip", "copy"} <= ops
+
+
+def test_check_passes_the_gradient_to_its_value() -> None:
+    """``check(value, pred)`` (a run-time test the tracer inserts) is its value to the backward."""
+    from jitgraph.autodiff import differentiate
+    from jitgraph.backends.eager import evaluate
+    from jitgraph.ir.graph import GraphBuilder
+    from jitgraph.ir.types import TensorType
+
+    b = GraphBuilder()
+    x = b.input(TensorType((3,), np.dtype(np.float64)), "x")
+    checked = b.op("check", b.op("multiply", x, x), b.const(True), message="never")
+    graph = b.build([b.op("sum", checked, axis=(0,), keepdims=False)])
+    joint = differentiate(graph, [0], [0])
+    (_, grad), _ = evaluate(joint.graph, [np.arange(3.0)])
+    np.testing.assert_allclose(grad, 2 * np.arange(3.0))
