@@ -14,6 +14,7 @@ specialised (a grad function does not retrace them as runtime values).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import weakref
 from collections.abc import Callable, Sequence
@@ -176,10 +177,34 @@ class GradFunction(CompiledFunction):
             np.copyto(leaves[index], value)
         return build_output(traced.out_spec, traced.guards.constants)(outs, leaves, args, kwargs)
 
-    def explain(self, output: Any = None) -> ExplainResult:
-        """As ``CompiledFunction.explain``, with the user's function as the source shown."""
-        return build_explain(self.entries, function=self.user_fn, recompile_reasons=self.recompile_reasons(True),
+    def explain(self, output: Any = None) -> GradExplainResult:
+        """As ``CompiledFunction.explain`` (the graphs shown are the joint forward+backward graphs), with the user's
+        function as the source shown and an autodiff part: what was differentiated and which forward values the
+        backward reads (saved) or recomputes."""
+        base = build_explain(self.entries, function=self.user_fn, recompile_reasons=self.recompile_reasons(True),
                              fallbacks=self.cache_info().fallbacks, output=output)
+        fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(ExplainResult)}
+        return GradExplainResult(**fields, autodiff=self.autodiff_notes())
+
+    def autodiff_notes(self) -> list[str]:
+        """The autodiff part of ``explain``, in lines."""
+        if not self.joints:
+            return []
+        joint = self.joints[-1]
+        names = joint.graph.input_names
+        lines = [f"{self.spec.kind} with respect to: " + ", ".join(names[i] for i in joint.wrt if i < len(names)),
+                 f"joint graph: {joint.n_forward} forward output(s), then {len(joint.wrt)} gradient(s)"]
+        saved = self.saved_values()
+        lines.append(f"saved for the backward ({len(saved)} forward values it reads; the pass pipeline decides "
+                     "which stay in registers inside a fused kernel):")
+        lines.extend(f"  {s}" for s in saved)
+        loops = sum(1 for n in joint.graph.nodes if n.op == "loop") // 2
+        if loops:
+            lines.append(f"recomputed: the bodies of {loops} loop region(s), one iteration at a time in the backward "
+                         "loop, from each iteration's saved carried values")
+        else:
+            lines.append("recomputed: nothing (every value the backward reads is kept from the forward)")
+        return lines
 
     def saved_values(self) -> list[str]:
         """The forward values the backward of the latest compile reads, in words (``explain`` adds these)."""
@@ -189,6 +214,19 @@ class GradFunction(CompiledFunction):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (GradFunction, (self.user_fn, self.spec, self.backend, self.fullgraph, self.cache_limit, self.options))
+
+
+@dataclasses.dataclass
+class GradExplainResult(ExplainResult):
+    """An ExplainResult with the autodiff part (``autodiff``: lines) printed after the graphs."""
+
+    autodiff: list[str] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if not self.autodiff:
+            return text
+        return text + "\nAutodiff:\n" + "\n".join("  " + line for line in self.autodiff)
 
 
 class _EagerGradient:

@@ -160,6 +160,16 @@ def test_explain_shows_the_joint_graph_and_saved_values() -> None:
     text = str(g.explain().graphs[0])
     assert "exp" in text and "broadcast_to" in text
     assert any(s.startswith("exp") for s in g.saved_values())
+    text = str(g.explain())
+    assert "Autodiff:" in text and "saved for the backward" in text and "recomputed: nothing" in text
+
+
+def test_backward_elementwise_work_fuses_with_the_forward() -> None:
+    g = jitgraph.grad(lambda w, x: np.tanh(x @ w).sum())
+    g(np.ones((3, 2)), np.ones((4, 3)))
+    notes = "\n".join(g.explain().backend_notes)
+    # the forward's tanh and the backward's g * (1 - tanh**2) are one kernel
+    assert "fused_matmul_tanh_sum_multiply" in notes
 
 
 def test_readme_autodiff_example_runs() -> None:
