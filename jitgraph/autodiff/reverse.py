@@ -3,7 +3,8 @@
 Why one graph: the joint graph goes through the ordinary pass pipeline and backend, so the backward's elementwise
 work fuses with its neighbours (and with the forward's tail), matmuls get their epilogues, and ``explain`` shows
 what runs. The forward is copied node for node; every forward value a backward node reads stays alive until then
-(saved). Which of those a cheap recomputation could replace instead is decided by :mod:`jitgraph.autodiff.saved`.
+(saved). Which of those a cheap recomputation could replace is decided by a minimum cut
+(:mod:`jitgraph.autodiff.partition`), reported by ``explain``.
 
 The walk is the textbook one: cotangents start at the seeded outputs, and each node reached, in reverse order,
 hands its cotangent to its inputs through its op's rule (:data:`jitgraph.autodiff.rules.VJP`); contributions to
@@ -21,9 +22,10 @@ import numpy as np
 from jitgraph.autodiff.emit import Emitter, is_float, shape_of
 from jitgraph.autodiff.errors import DifferentiationError
 from jitgraph.autodiff.loops import augment_loop
+from jitgraph.autodiff.partition import Cut, min_cut
 from jitgraph.autodiff.rules import VJP
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
-from jitgraph.ir.ops import is_view_node
+from jitgraph.ir.ops import get_op, is_view_node
 from jitgraph.ir.types import TensorType
 
 HINT_RULE = "add a rule for it to jitgraph/autodiff/rules*.py, or compute this value without the op"
@@ -38,6 +40,7 @@ class JointGraph:
     n_forward: int
     wrt: tuple[int, ...]
     saved: tuple[Node, ...] = field(default=())
+    cut: Cut | None = None
 
     def gradient_index(self, k: int) -> int:
         """Index into ``graph.outputs`` of the gradient of the k-th differentiated input."""
@@ -103,7 +106,9 @@ def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None],
     forward_set = set(forward)
     saved = tuple(dict.fromkeys(i for n in joint.nodes if n in backward_nodes for i in n.inputs
                                 if i in forward_set and i.op not in ("input", "const")))
-    return JointGraph(joint, len(outputs), tuple(wrt), saved)
+    kinds = {n.op: get_op(n.op).kind.value for n in joint.nodes}
+    cut = min_cut([n for n in joint.nodes if n in forward_set], saved, kinds)
+    return JointGraph(joint, len(outputs), tuple(wrt), saved, cut)
 
 
 def backward(builder: GraphBuilder, nodes: Sequence[Node], wrt: Sequence[Node],

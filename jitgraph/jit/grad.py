@@ -195,25 +195,33 @@ class GradFunction(CompiledFunction):
         lines = [f"{self.spec.kind} with respect to: " + ", ".join(names[i] for i in joint.wrt if i < len(names)),
                  f"joint graph: {joint.n_forward} forward output(s), then {len(joint.wrt)} gradient(s)"]
         saved = self.saved_values()
-        lines.append(f"saved for the backward ({len(saved)} forward values it reads; the pass pipeline decides "
-                     "which stay in registers inside a fused kernel):")
+        lines.append(f"forward values the backward reads ({len(saved)}; in the joint graph the fusing backend keeps "
+                     "those it can in registers):")
         lines.extend(f"  {s}" for s in saved)
+        cut = joint.cut
+        if cut is not None and saved:
+            lines.append(f"min-cut (what a split forward/backward keeps): save {len(cut.saved)} value(s), "
+                         f"{cut.saved_bytes} bytes (saving every value read: {cut.naive_bytes} bytes)")
+            lines.extend(f"  saved: {_describe(n)}" for n in cut.saved)
+            lines.extend(f"  recomputed: {_describe(n)}" for n in cut.recomputed)
         loops = sum(1 for n in joint.graph.nodes if n.op == "loop") // 2
         if loops:
-            lines.append(f"recomputed: the bodies of {loops} loop region(s), one iteration at a time in the backward "
-                         "loop, from each iteration's saved carried values")
-        else:
-            lines.append("recomputed: nothing (every value the backward reads is kept from the forward)")
+            lines.append(f"recomputed in loops: the bodies of {loops} loop region(s), one iteration at a time in the "
+                         "backward loop, from each iteration's saved carried values")
         return lines
 
     def saved_values(self) -> list[str]:
         """The forward values the backward of the latest compile reads, in words (``explain`` adds these)."""
         if not self.joints:
             return []
-        return [f"{n.op} : {n.type}" + (f" @ {n.loc}" if n.loc else "") for n in self.joints[-1].saved]
+        return [_describe(n) for n in self.joints[-1].saved]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (GradFunction, (self.user_fn, self.spec, self.backend, self.fullgraph, self.cache_limit, self.options))
+
+
+def _describe(node: Any) -> str:
+    return f"{node.op} : {node.type}" + (f" @ {node.loc}" if node.loc else "")
 
 
 @dataclasses.dataclass
