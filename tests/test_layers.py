@@ -32,7 +32,7 @@ RANKS: dict[str, int] = {
     "tracer": 2, "passes": 2, "backends": 2, "autodiff": 2,
     "inspect": 3,
     "jit": 4,
-    "api": 5, "explain": 5, "cli": 5, "__init__": 5, "__main__": 5,
+    "api": 5, "explain": 5, "cli": 5, "__init__": 5, "__main__": 5, "dask": 5,
 }
 SIBLINGS = {"tracer", "passes", "backends", "autodiff"}
 

@@ -1,0 +1,61 @@
+"""Pickling compiled functions for Dask workers: by reference where the worker can import them, by value where it
+cannot (a script's ``__main__``, a notebook, a module registered with ``cloudpickle.register_pickle_by_value``).
+
+``CompiledFunction.__reduce__`` pickles a module-level function as ``module.qualname``, as pickle does plain
+functions. For ``__main__`` that reference means nothing on a Dask worker (its ``__main__`` is the worker's own),
+and cloudpickle cannot change it: its by-value rule applies to functions and classes, and a ``CompiledFunction``
+is an instance whose ``__reduce__`` answers with a name. :func:`install` registers a reducer in
+``copyreg.dispatch_table`` (consulted before ``__reduce__`` by pickle and, through its chained table, by
+cloudpickle) that saves such a function *by value*: the wrapped Python function and the compile options, as
+cloudpickle bytes, so the stream loads with plain ``pickle.loads`` wherever cloudpickle is installed. Everything
+else (importable modules, closures) keeps ``CompiledFunction.__reduce__``.
+
+What travels is the function, never a compiled kernel: the worker builds a fresh ``CompiledFunction`` whose first
+call traces and compiles there, loading kernels from the disk cache (``JITGRAPH_CACHE_DIR``) when another process
+has already compiled them. Guards, eager fallback and ``explain`` are the worker's own.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import pickle
+import sys
+from typing import Any
+
+from jitgraph.jit import CompiledFunction
+
+__all__ = ["by_value", "install", "rebuild", "reduce_compiled"]
+
+
+def by_value(cf: CompiledFunction) -> bool:
+    """Whether ``cf`` must travel by value: its module is ``__main__`` (or not importable under its name), or it
+    is registered with cloudpickle to be pickled by value."""
+    module = getattr(cf, "__module__", None) or ""
+    if module in ("__main__", "__mp_main__") or module not in sys.modules:
+        return True
+    try:
+        import cloudpickle  # optional dependency (the dask extra installs it)
+    except ImportError:
+        return False
+    return module in cloudpickle.list_registry_pickle_by_value()
+
+
+def rebuild(payload: bytes) -> CompiledFunction:
+    """A fresh compiled function from :func:`reduce_compiled`'s bytes (the function and its options)."""
+    fn, backend, fullgraph, cache_limit, options = pickle.loads(payload)
+    return CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
+
+
+def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
+    """The reducer :func:`install` registers: by value (see :func:`by_value`), else ``cf.__reduce__()``."""
+    if not by_value(cf):
+        return cf.__reduce__()
+    import cloudpickle  # optional dependency: by-value pickling of a __main__ function needs it
+
+    payload = cloudpickle.dumps((cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, dict(cf.options)))
+    return (rebuild, (payload,))
+
+
+def install() -> None:
+    """Register :func:`reduce_compiled` for ``CompiledFunction`` (idempotent; ``import jitgraph.dask`` does it)."""
+    copyreg.pickle(CompiledFunction, reduce_compiled)

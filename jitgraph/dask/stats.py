@@ -1,0 +1,32 @@
+"""Kernel-cache statistics of this process and of every worker of a Dask cluster.
+
+The CPU backend counts, per process, the kernel modules it wrote to and loaded from the disk cache and the
+kernels Numba compiled or loaded from its cache (``jitgraph.backends.cpu.cache.STATS``). On a cluster sharing
+``JITGRAPH_CACHE_DIR``, a worker that starts after another has compiled a function should show ``compiled == 0``
+and ``modules_written == 0`` after its first call: that is what "compiled once per cluster" means, measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitgraph.backends.cpu import cache as kernel_cache
+from jitgraph.backends.cpu.cache_safety import cache_dir
+
+__all__ = ["cache_stats", "cluster_cache_stats", "worker_cache_dir"]
+
+
+def cache_stats() -> dict[str, int]:
+    """This process's counts: ``modules_written``, ``modules_loaded``, ``compiled`` (Numba compiles),
+    ``cache_hits`` (kernels loaded from Numba's disk cache)."""
+    return dict(kernel_cache.STATS)
+
+
+def worker_cache_dir() -> str:
+    """The cache directory this process uses (to check that workers share one)."""
+    return str(cache_dir())
+
+
+def cluster_cache_stats(client: Any) -> dict[str, dict[str, int]]:
+    """``{worker address: cache_stats()}`` for every worker of a ``distributed.Client``."""
+    return client.run(cache_stats)
