@@ -70,6 +70,7 @@ class _Planner:
         self.cuts: dict[Node, list[str]] = {}
         self.ids = itertools.count()
         self.order: dict[Node, int] = {}
+        self.deps: dict[int, set[int]] = {}  # per kernel id, the kernel ids its members read (see group_deps)
 
     def find(self, gid: int) -> int:
         while gid in self.alias:
@@ -83,14 +84,48 @@ class _Planner:
         self.cuts.setdefault(node, []).append(f"{self.names.get(producer, '?')} = {producer.op}: {why}")
 
     def creates_cycle(self, group_ids: set[int], members: Iterable[Node]) -> bool:
+        """Whether a kernel of ``members`` (the groups ``group_ids`` plus a node) would read, through some other
+        kernel, a value it computes itself. Kernels run as units, so a path counts through *any* member of another
+        kernel, not only through the node read: ``x = s * -v`` in a reduction kernel that also computes ``t =
+        d.sum(0)`` and ``t * -v`` in the kernel of ``-v`` read each other (a node-level path does not show that)."""
+        start: set[int] = set()
         for m in members:
             for i in m.inputs:
                 g = self.group_of.get(i)
                 if g is not None and g.gid in group_ids:
                     continue
-                if self.ancestors(i) & group_ids:
+                start |= self.ancestors(i)
+                if g is not None:
+                    start.add(self.find(g.gid))
+        if start & group_ids:
+            return True
+        seen, stack = set(start), list(start)
+        while stack:
+            for dep in self.group_deps(stack.pop()):
+                if dep in group_ids:
                     return True
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
         return False
+
+    def group_deps(self, gid: int) -> set[int]:
+        """The kernels whose values kernel ``gid`` reads, directly or through nodes outside any kernel."""
+        cached = self.deps.get(gid)
+        if cached is None:
+            group = next((g for g in self.groups if g.gid == gid), None)
+            cached = set()
+            if group is not None:
+                inside = set(group.members)
+                for m in group.members:
+                    for i in m.inputs:
+                        if i in inside:
+                            continue
+                        cached |= self.anc.get(i, set())
+                        if i in self.group_of:
+                            cached.add(self.group_of[i].gid)
+            self.deps[gid] = cached
+        return {self.find(d) for d in cached} - {gid}
 
     def feeds_head(self, head: Node, members: list[Node]) -> bool:
         """Whether a member lies upstream of the BLAS ``head``: the kernel runs BLAS first, so it could not be.
@@ -140,6 +175,8 @@ class _Planner:
         for g in groups[1:]:
             self.alias[g.gid] = base.gid
             self.groups.remove(g)
+            self.deps.pop(g.gid, None)
+        self.deps.pop(base.gid, None)
         base.members, base.raxes, base.head = members, raxes, head
         for m in members:
             self.group_of[m] = base

@@ -14,10 +14,14 @@ becomes the test region, the body the body region, with carried values found as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
+from jitgraph.ir.optable import OpKind, get_op
 from jitgraph.tracer.bytecode import Instr, stack_effect
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
@@ -179,15 +183,20 @@ def is_while(frame: Frame, ins: Instr) -> bool:
     return tail.op == "POP_JUMP_IF_TRUE" and tail.target == frame.pc
 
 
-def trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
-    """``while`` on traced data, at its first ``POP_JUMP_IF_FALSE`` (the head test is already evaluated: ``flag``)."""
+def trace_while(frame: Frame, ins: Instr, flag: TArray, chain: Chain | None = None) -> None:
+    """``while`` on traced data, at its first ``POP_JUMP_IF_FALSE`` (the head test is already evaluated: ``flag``),
+    or at the first jump of a condition that is an ``and``/``or`` chain (``chain``)."""
     tx, where = frame.tx, (frame.code.co_filename, ins.lineno)
+    key = (id(frame), chain.body_start if chain is not None else frame.pc)
+    _ACTIVE.add(key)
     try:
-        _trace_while(frame, ins, flag)
+        _trace_while(frame, ins, flag, chain)
     except GraphBreak as exc:
         tx.at(*where)
         tx.graph_break(f"loop on a value computed from array data that cannot become a while region: {exc.reason}",
                        exc.user_error)
+    finally:
+        _ACTIVE.discard(key)
 
 
 def _same_instr(a: Instr, b: Instr) -> bool:
@@ -227,31 +236,59 @@ def _truth(tx: Any, flag: Any) -> Node:
     return tx.read(flag) if t.dtype.kind == "b" else tx.op("not_equal", tx.read(flag), tx.builder.const(0))
 
 
-def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
+def _trace_while(frame: Frame, ins: Instr, flag: TArray, chain: Chain | None = None) -> None:
     """The loop is ``head test; body; test; ...``. When the test only reads (the usual case) the ``while`` node's
     test region is the condition and its body region the body. A condition that assigns (``(t := s * 2) > 3``) or
     writes an array cannot be a test region (a test region has no results): then the test's value is carried too,
     the body region runs the body and then the condition, and the test region just reads the carried flag."""
     tx, instrs = frame.tx, frame.program.instrs
-    body_start, exit_pc = frame.pc, ins.target
-    tail_end = exit_pc - 1
-    tail_start = condition_start(instrs, body_start, body_start - 1, tail_end)
-    if tail_start is None:
-        tx.graph_break("its condition is not one jump-free expression (and/or, a conditional expression)")
-    state = Snapshot(frame)
+    if chain is None:
+        body_start, exit_pc = frame.pc, ins.target
+        tail_end = exit_pc - 1
+        tail_start = condition_start(instrs, body_start, body_start - 1, tail_end)
+        if tail_start is None:
+            tx.graph_break("its condition is not one jump-free expression (a conditional expression, or and/or "
+                           "mixed)")
+        chain = Chain(body_start, exit_pc, (), (), ((tail_start, tail_end),), ())
+    body_start, exit_pc = chain.body_start, chain.exit_pc
+    tail_start, tail_end = chain.bottom[0][0], exit_pc - 1
+    lowest = min([body_start] + [start for start, _ in chain.rest])
 
     def run(start: int, stop: int) -> None:
         frame.pc = start
         while frame.pc != stop:
-            if not body_start <= frame.pc < stop:
+            if not lowest <= frame.pc < stop:
                 tx.graph_break("early exit (break) from a data-dependent while loop")
             _step(frame)
+
+    def test() -> Any:
+        """The loop test from the bottom copy of the condition; an ``and``/``or`` chain evaluates every operand,
+        which is Python's value when the operands after the first only compute (checked: no reads that may
+        raise, as ``i < n and x[i] > 0`` has)."""
+        values = []
+        for k, (start, stop) in enumerate(chain.bottom):
+            mark = len(tx.builder.nodes)
+            run(start, stop)
+            values.append(frame.pop())
+            if k:
+                _check_computes_only(tx, tx.builder.nodes[mark:])
+        return _combine(tx, values, chain.links)
+
+    if chain.rest:  # the condition's operands after the one tested (``flag``): the test's value is needed
+        values = [flag]
+        mark = len(tx.builder.nodes)
+        for start, stop in chain.rest:
+            run(start, stop)
+            values.append(frame.pop())
+        _check_computes_only(tx, tx.builder.nodes[mark:])
+        flag = _combine(tx, values, chain.rest_links)
+    frame.pc = body_start
+    state = Snapshot(frame)
 
     enter(frame)
     run(body_start, tail_start)
     after_body = (dict(frame.locals), [(b, b.node) for b, _ in state.nodes])
-    run(tail_start, tail_end)
-    frame.pop()
+    test()
     _check_pure(frame, state)
     carry_flag = (any(after_body[0].get(n, _MISSING) is not v for n, v in frame.locals.items())
                   or any(b.node is not node for b, node in after_body[1]))
@@ -278,15 +315,11 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
             if is_test and carry_flag:
                 outs = [carried[-1]]
             elif is_test:
-                run(tail_start, tail_end)
-                outs = [_truth(tx, frame.pop())]
+                outs = [_truth(tx, test())]
             else:
                 run(body_start, tail_start)
-                test = []
-                if carry_flag:
-                    run(tail_start, tail_end)
-                    test = [_truth(tx, frame.pop())]
-                outs = [value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written] + test
+                tested = [_truth(tx, test())] if carry_flag else []
+                outs = [value_node(tx, frame.locals.get(n)) for n in changed] + [b.node for b in written] + tested
             regions_built.append((rb, outs))
             state.restore(frame)
         out_types = [o.tensor_type for o in regions_built[1][1]]
@@ -314,8 +347,126 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray) -> None:
 
 def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
     """``POP_JUMP_IF_FALSE``/``POP_JUMP_IF_TRUE`` on a traced value (already popped): the head test of a ``while``
-    loop becomes a ``while`` region, any other test a ``cond``."""
+    loop (or the first operand of its ``and``/``or`` condition) becomes a ``while`` region, any other test a
+    ``cond``."""
     if not jump_when and is_while(frame, ins):
         trace_while(frame, ins, value)
+        return
+    chain = while_chain(frame, ins)
+    if chain is not None:
+        trace_while(frame, ins, value, chain)
     else:
         trace_if(frame, ins, value, jump_when)
+
+
+# ---- while conditions that are and/or chains, and tests met at the bottom ----------------------------------------
+@dataclass(frozen=True)
+class Chain:
+    """A ``while`` loop entered at a traced test that :func:`is_while` does not see: an operand of a condition that
+    is an ``and``/``or`` chain (``while a < 4.0 and it < n``), or the bottom copy of the condition (the head test
+    was decided at trace time: ``zr = 0.0`` before the loop). ``rest`` are the (start, jump) index pairs of the
+    operands still to evaluate after the entry jump, with ``rest_links``; ``bottom`` the bottom copy's operands,
+    whose last jump is the back edge; ``links`` per operand but the last: ``"and"`` (false leaves the loop) or
+    ``"or"`` (true enters the body)."""
+
+    body_start: int
+    exit_pc: int
+    rest: tuple[tuple[int, int], ...]
+    rest_links: tuple[str, ...]
+    bottom: tuple[tuple[int, int], ...]
+    links: tuple[str, ...]
+
+
+_ACTIVE: set[tuple[int, int]] = set()
+"""(frame id, body start) of the while loops being traced as regions now, so their tests met again inside are not
+taken for a new loop."""
+
+
+def _link(ins: Instr, body_start: int, exit_pc: int) -> str | None:
+    if ins.op == "POP_JUMP_IF_FALSE" and ins.target == exit_pc:
+        return "and"
+    if ins.op == "POP_JUMP_IF_TRUE" and ins.target == body_start:
+        return "or"
+    return None
+
+
+def _operands(instrs: tuple[Instr, ...], body_start: int, exit_pc: int
+              ) -> tuple[list[int], list[tuple[int, int]], list[str]] | None:
+    """The head copy's jump indices, the bottom copy's (start, jump) operands and the links of the ``while`` loop
+    ``[body_start, exit_pc)``, matched operand by operand from the back (the compiler emits the condition twice)."""
+    head_jump, stop = body_start - 1, exit_pc - 1
+    head: list[int] = []
+    bottom: list[tuple[int, int]] = []
+    links: list[str] = []
+    while True:
+        start = condition_start(instrs, body_start, head_jump, stop)
+        if start is None:
+            return None
+        head.insert(0, head_jump)
+        bottom.insert(0, (start, stop))
+        prev_head, prev_bottom = head_jump - (stop - start) - 1, start - 1
+        if prev_bottom < body_start or prev_head < 0:
+            break
+        link = _link(instrs[prev_bottom], body_start, exit_pc)
+        if link is None or _link(instrs[prev_head], body_start, exit_pc) != link:
+            break
+        links.insert(0, link)
+        head_jump, stop = prev_head, prev_bottom
+    return head, bottom, links
+
+
+def while_chain(frame: Frame, ins: Instr) -> Chain | None:
+    """The :class:`Chain` of the ``while`` loop whose condition (head or bottom copy) jumps at ``ins``, or None
+    (an ``if``, a mixed ``A and B or C``, a conditional expression...)."""
+    instrs = frame.program.instrs
+    here = frame.pc - 1
+    for back in range(here, len(instrs)):
+        tail = instrs[back]
+        body_start = tail.target
+        if tail.op != "POP_JUMP_IF_TRUE" or body_start is None or not 0 < body_start <= back:
+            continue
+        exit_pc = back + 1
+        last_head = instrs[body_start - 1]
+        if last_head.op != "POP_JUMP_IF_FALSE" or last_head.target != exit_pc:
+            continue
+        found = _operands(instrs, body_start, exit_pc)
+        if found is None:
+            continue
+        head, bottom, links = found
+        if (id(frame), body_start) in _ACTIVE:
+            return None  # a test met again inside this loop's own region (a path of an ``if`` that breaks)
+        if here in head:
+            i = head.index(here)
+            rest = tuple((head[n] + 1, head[n + 1]) for n in range(i, len(head) - 1))
+        elif here in [stop for _, stop in bottom]:
+            i = [stop for _, stop in bottom].index(here)
+            rest = tuple(bottom[i + 1:])
+        else:
+            continue
+        return Chain(body_start, exit_pc, rest, tuple(links[i:]), tuple(bottom), tuple(links))
+    return None
+
+
+def _check_computes_only(tx: Any, nodes: list[Node]) -> None:
+    """The operands of an and/or chain after the first are evaluated always; that is Python's value only when they
+    compute and cannot raise or read arrays (``i < n and x[i] > 0`` must not read ``x[n]``)."""
+    for node in nodes:
+        if node.op not in ("input", "const") and (get_op(node.op).kind is not OpKind.ELEMENTWISE):
+            tx.graph_break(f"an and/or operand of a while condition does {node.op} (it may raise or read out of "
+                           "bounds where Python's short circuit would not run it)")
+
+
+def _combine(tx: Any, values: list[Any], links: tuple[str, ...]) -> Any:
+    """``v0 and v1 and ...`` (or ``or``) of truth values, innermost last; trace-time operands fold."""
+    result = _chain_truth(tx, values[-1])
+    for value, link in zip(reversed(values[:-1]), reversed(links)):
+        result = tx.op("logical_and" if link == "and" else "logical_or", _chain_truth(tx, value), result)
+    return TArray(Buffer(result), (), "scalar")
+
+
+def _chain_truth(tx: Any, value: Any) -> Node:
+    if isinstance(value, TArray):
+        return _truth(tx, value)
+    if isinstance(value, bool | int | float | np.number | np.bool_):
+        return tx.builder.const(np.bool_(bool(value)))
+    tx.graph_break(f"a while condition operand that is a {type(value).__name__}")

@@ -19,6 +19,7 @@ from jitgraph.tracer import regions
 from jitgraph.tracer.arrays import binary
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.iteration import iterate
+from jitgraph.tracer.scalar_builtins import MATH, conversion, select_extreme, traced_pow, traced_round
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 BUILTINS: dict[Any, Callable[..., Any]] = {}
@@ -148,8 +149,11 @@ def _make_minmax(builtin: Any) -> Callable[..., Any]:
     def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
         items = list(iterate(tx, args[0])) if len(args) == 1 else list(args)
         if contains_tarray(items):
-            tx.graph_break(f"builtin {builtin.__name__}() over arrays compares array data; use "
-                           f"np.{'minimum' if builtin is min else 'maximum'}")
+            if kwargs.get("key") is not None:
+                tx.graph_break(f"builtin {builtin.__name__}() with a key function over traced values")
+            if not items:
+                return _plain_call(tx, builtin, items, **kwargs)
+            return select_extreme(tx, builtin, items)  # a chain of selects: Python's own order of comparisons
         return _plain_call(tx, builtin, items, **kwargs)
 
     return lowering
@@ -170,12 +174,8 @@ def _sum(tx: TraceContext, iterable: Any, start: Any = 0) -> Any:
 def _number(builtin: Any) -> Callable[..., Any]:
     def lowering(tx: TraceContext, value: Any = 0, *rest: Any) -> Any:
         if isinstance(value, TArray):
-            if builtin in (int, float) and not rest and tx.in_region and tx.type_of(value).shape == ():
-                # a symbolic Python number inside a loop region; outside regions the value usually steers Python
-                # control flow, so it breaks
-                return tx.fresh(tx.op("to_python", tx.read(value), kind=builtin.__name__), "py")
-            if value.kind == "py" and builtin is float and tx.type_of(value).dtype.kind == "f":
-                return value
+            if builtin in (int, float) and not rest and tx.type_of(value).size == 1:
+                return conversion(tx, builtin, value)  # a Python number of the graph
             tx.graph_break(f"{builtin.__name__}() of an array reads its data (use the array, or .astype)")
         return _plain_call(tx, builtin, value, *rest)
 
@@ -203,11 +203,26 @@ def _plain(builtin: Any) -> Callable[..., Any]:
     return lowering
 
 
-for _fn in (round, divmod, pow, all, any, hash, chr, ord, bin, hex, format):
+for _fn in (divmod, all, any, hash, chr, ord, bin, hex, format):
     BUILTINS[_fn] = _plain(_fn)
-for _name in dir(math):  # math.sqrt(d_k) and friends on trace-time numbers
-    if callable(getattr(math, _name)) and not _name.startswith("_"):
-        BUILTINS[getattr(math, _name)] = _plain(getattr(math, _name))
+
+
+def _traced_or_plain(builtin: Any, traced: Callable[..., Any]) -> Callable[..., Any]:
+    """``builtin`` on trace-time values; ``traced`` (ops of the graph) when an argument is traced."""
+    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+        if contains_tarray(list(args)) or contains_tarray(list(kwargs.values())):
+            return traced(tx, *args, **kwargs)
+        return _plain_call(tx, builtin, *args, **kwargs)
+
+    return lowering
+
+
+BUILTINS[round] = _traced_or_plain(round, traced_round)
+BUILTINS[pow] = _traced_or_plain(pow, traced_pow)
+for _name in dir(math):  # math.sqrt(d_k) and friends on trace-time numbers; on traced ones, ops with Python's checks
+    _fn = getattr(math, _name)
+    if callable(_fn) and not _name.startswith("_"):
+        BUILTINS[_fn] = _traced_or_plain(_fn, MATH[_fn]) if _fn in MATH else _plain(_fn)
 
 
 def _domain_error() -> str:
@@ -221,10 +236,12 @@ def _domain_error() -> str:
 
 @_register(math.sqrt)
 def _math_sqrt(tx: TraceContext, value: Any) -> Any:
-    """``math.sqrt`` of a Python number of the graph (``math.sqrt(1 - beta2 ** t)``): NumPy's sqrt behind a
-    run-time check that raises Python's ValueError below zero (NaN passes, as in Python; ``-0.0`` gives ``-0.0``)."""
-    if not (isinstance(value, TArray) and value.kind == "py"):
+    """``math.sqrt`` of a traced number (``math.sqrt(1 - beta2 ** t)``): NumPy's sqrt behind a run-time check that
+    raises Python's ValueError below zero (NaN passes, as in Python; ``-0.0`` gives ``-0.0``)."""
+    if not isinstance(value, TArray):
         return _plain_call(tx, math.sqrt, value)
+    if value.kind != "py":
+        value = conversion(tx, float, value)
     node = tx.read(value)
     ok = tx.op("logical_not", tx.op("less", node, tx.node(0.0)))
     checked = tx.op("check", node, ok, message=_domain_error(), error="ValueError")
@@ -251,8 +268,10 @@ def call_container_method(tx: TraceContext, obj: Any, name: str, args: list[Any]
         return _plain_call(tx, getattr(obj, name), *args, **kwargs)
     if name in MUTATING.get(base, ()):
         if id(obj) in tx.caller_owned:
-            tx.graph_break(f"{cls.__name__}.{name}() on an argument (or global) mutates the caller's "
-                           f"{cls.__name__}: a side effect")
+            if base is set:
+                tx.graph_break(f"{cls.__name__}.{name}() on an argument (or global) mutates the caller's "
+                               f"{cls.__name__}: a side effect")
+            tx.side_effects.mutate_container(tx, obj, f"{cls.__name__}.{name}()")  # written back after the graph
     elif name not in SAFE.get(base, ()):
         tx.graph_break(f"{cls.__name__}.{name}() is not supported by the tracer")
     if name in NEEDS_PLAIN and not (is_plain(obj) and all(is_plain(a) for a in args)):

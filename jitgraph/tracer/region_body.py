@@ -10,6 +10,7 @@ needs), and the helpers below turn the values a body leaves into carried region 
 from __future__ import annotations
 
 import itertools
+import types
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from jitgraph.ir.ops.control import RegionBuilder
 from jitgraph.ir.types import TensorType
 from jitgraph.tracer.context import MAX_STEPS, TraceContext
 from jitgraph.tracer.region_state import enter_region
-from jitgraph.tracer.values import Buffer, ExternalCell, TArray
+from jitgraph.tracer.values import Buffer, TArray
 
 if TYPE_CHECKING:
     from jitgraph.tracer.frame import Frame
@@ -146,7 +147,7 @@ def _snapshot_mutables(frame: Frame) -> list[tuple[Any, Any]]:
             values = list(obj) if isinstance(obj, list) else dict(obj) if isinstance(obj, dict) else set(obj)
             out.append((obj, (_contents(obj), values)))
             todo.extend(obj.values() if isinstance(obj, dict) else obj)
-        elif hasattr(obj, "cell_contents") and not isinstance(obj, TArray):
+        elif isinstance(obj, types.CellType):  # hasattr raises ValueError for an empty cell
             try:
                 contents = obj.cell_contents
             except ValueError:
@@ -175,8 +176,12 @@ def _reachable_buffers(frame: Frame) -> list[Buffer]:
             todo.extend(value)
         elif isinstance(value, dict):
             todo.extend(value.values())
-        elif isinstance(value, ExternalCell) or hasattr(value, "cell_contents"):
-            todo.append(getattr(value, "cell_contents", None))  # an outside cell is read through a guard: skipped
+        elif isinstance(value, types.CellType):
+            try:  # an empty cell (a comprehension's variable before its first pass) holds nothing
+                todo.append(value.cell_contents)
+            except ValueError:
+                pass
+        # an ExternalCell (an outside cell) is read through a guard: skipped
     return list(found.values())
 
 

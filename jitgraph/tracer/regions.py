@@ -126,6 +126,13 @@ def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers
     return rb, induction, carried, finals
 
 
+def _read_outside(frame: Frame, name: str, head: int, exit_pc: int) -> bool:
+    """Whether the code reads local ``name`` outside the loop ``[head, exit_pc)``: a variable first bound in the
+    body is not carried out of a region, so a later read must see the loop unrolled (or break with the reason)."""
+    return any(ins.op == "LOAD_FAST" and ins.argval == name and not head <= k < exit_pc
+               for k, ins in enumerate(frame.program.instrs))
+
+
 def _counts_up_from_nonneg(tx: TraceContext, rng: range | SymRange) -> bool:
     start, stride = rng.start, rng.step
     if isinstance(stride, TArray) or stride <= 0:
@@ -151,6 +158,13 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
         raise _Unroll
     if not isinstance(rng, SymRange) and len(rng) <= UNROLL_MAX and not _indexes_with(rb.nodes, induction):
         state.restore(frame)
+        raise _Unroll
+    first_bound = [n for n in frame.locals if n not in state.locals and _read_outside(frame, n, head, exit_pc)]
+    if first_bound:
+        state.restore(frame)
+        if isinstance(rng, SymRange):
+            tx.graph_break(f"{first_bound[0]!r} is first bound inside a loop traced as a region and read after it "
+                           "(a region carries only variables bound before the loop)")
         raise _Unroll
     changed = [n for n, v in frame.locals.items() if n in state.locals and v is not state.locals[n]]
     written = state.written()

@@ -129,7 +129,8 @@ def _infer_check(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]
 
 
 # The exceptions a check may raise, by the name its ``error`` attribute gives (an attribute must print as text).
-CHECK_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError}
+CHECK_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError,
+                                            "OverflowError": OverflowError}
 
 
 def _check(value: Any, pred: Any, message: str, error: str = "ValueError") -> Any:
