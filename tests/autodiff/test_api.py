@@ -200,3 +200,24 @@ def test_min_cut_saves_less_than_every_value_read() -> None:
     read = set(g.joints[-1].saved)
     assert read <= set(cut.saved) | set(cut.recomputed)
     assert any(line.startswith("min-cut") for line in g.autodiff_notes())
+
+
+def test_entries_that_cannot_run_compiled_interpret_the_joint_graph() -> None:
+    """Eager fallback of a grad function still returns gradients: overlapping arguments, the recompile limit."""
+    x = np.arange(5.0)
+    g = jitgraph.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))
+    ga, gb = g(x[:-1], x[1:])
+    np.testing.assert_array_equal(ga, x[1:])
+    np.testing.assert_array_equal(gb, x[:-1])
+    assert g.cache_info().fallbacks == 1
+    g2 = jitgraph.grad(lambda a: (a ** 2).sum(), cache_limit=1, backend="eager")
+    g2(np.ones(2))
+    np.testing.assert_array_equal(g2(np.ones(3)), [2.0, 2.0, 2.0])
+    assert g2.cache_info().fallbacks == 1
+
+
+def test_calling_a_grad_function_inside_a_compiled_function_is_correct() -> None:
+    """(The outer function runs eagerly for now: the tracer does not inline a gradient.)"""
+    h = jitgraph.grad(lambda x: (x ** 3).sum())
+    outer = jitgraph.compile(lambda x: h(x) * 2.0)
+    np.testing.assert_allclose(outer(np.arange(3.0)), 6 * np.arange(3.0) ** 2)
