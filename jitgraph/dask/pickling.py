@@ -18,11 +18,17 @@ has already compiled them. Guards, eager fallback and ``explain`` are the worker
 from __future__ import annotations
 
 import copyreg
+import hashlib
 import pickle
 import sys
+import threading
+import weakref
 from typing import Any
 
 from jitgraph.jit import CompiledFunction
+
+_REBUILT: weakref.WeakValueDictionary[bytes, CompiledFunction] = weakref.WeakValueDictionary()
+_lock = threading.Lock()
 
 __all__ = ["by_value", "install", "rebuild", "reduce_compiled"]
 
@@ -41,9 +47,17 @@ def by_value(cf: CompiledFunction) -> bool:
 
 
 def rebuild(payload: bytes) -> CompiledFunction:
-    """A fresh compiled function from :func:`reduce_compiled`'s bytes (the function and its options)."""
-    fn, backend, fullgraph, cache_limit, options = pickle.loads(payload)
-    return CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
+    """The compiled function of :func:`reduce_compiled`'s bytes (the function and its options). The same bytes
+    give the same object in one process while it lives: a Dask worker unpickles a task's function for every task,
+    and a fresh object each time would trace and compile (or load kernels) on every task instead of once."""
+    key = hashlib.sha256(payload).digest()
+    with _lock:
+        cf = _REBUILT.get(key)
+        if cf is None:
+            fn, backend, fullgraph, cache_limit, options = pickle.loads(payload)
+            cf = CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
+            _REBUILT[key] = cf
+    return cf
 
 
 def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
