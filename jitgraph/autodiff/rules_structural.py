@@ -99,8 +99,11 @@ def _dot_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> list[
     a, b = node.inputs
     if not shape_of(a) or not shape_of(b):  # a scalar operand: np.dot is multiplication
         return [e.mul(g, b) if wants[0] else None, e.mul(g, a) if wants[1] else None]
-    if len(shape_of(b)) > 2:
-        raise NotImplementedError("dot with an operand of more than 2 dimensions")
+    if len(shape_of(b)) > 2:  # np.dot(a, b) sums a's last axis with b's second-to-last: an einsum
+        letters = iter("abcdefghijklmnopqrstuvwxy")
+        ta = "".join(next(letters) for _ in shape_of(a)[:-1]) + "z"
+        tb = "".join(next(letters) for _ in shape_of(b)[:-2]) + "z" + next(letters)
+        return _einsum_grads(e, [ta, tb], ta[:-1] + tb[:-2] + tb[-1], node.inputs, g, wants)
     return _matmul_rule(e, node, g, wants)
 
 
@@ -119,6 +122,11 @@ def _einsum_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> li
     terms = lhs.split(",")
     if "->" not in spec:
         out = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
+    return _einsum_grads(e, terms, out, node.inputs, g, wants)
+
+
+def _einsum_grads(e: Emitter, terms: list[str], out: str, inputs: tuple[Node, ...], g: Node,
+                  wants: tuple[bool, ...]) -> list[Node | None]:
     results: list[Node | None] = []
     for k, term in enumerate(terms):
         if not wants[k]:
@@ -129,12 +137,12 @@ def _einsum_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> li
         others = [t for i, t in enumerate(terms) if i != k]
         seen = set(out).union(*others) if others else set(out)
         kept = "".join(c for c in term if c in seen)
-        operands = [g] + [x for i, x in enumerate(node.inputs) if i != k]
+        operands = [g] + [x for i, x in enumerate(inputs) if i != k]
         grad = e.op("einsum", *operands, subscripts=",".join([out, *others]) + "->" + kept)
         if kept != term:
-            sizes = dict(zip(term, shape_of(node.inputs[k])))
+            sizes = dict(zip(term, shape_of(inputs[k])))
             grad = e.reshape(grad, tuple(sizes[c] if c in kept else 1 for c in term))
-            grad = e.op("broadcast_to", grad, shape=shape_of(node.inputs[k]))
+            grad = e.op("broadcast_to", grad, shape=shape_of(inputs[k]))
         results.append(grad)
     return results
 

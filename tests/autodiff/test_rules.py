@@ -114,6 +114,7 @@ def test_dot_outer_einsum() -> None:
     check_grad(lambda a, b: np.dot(a, b), u(3, 4), u(4, 2))
     check_grad(lambda a, b: np.dot(a, b), u(4), u(4))
     check_grad(lambda a, b: np.dot(a, b), u(3), u())
+    check_grad(lambda a, b: np.dot(a, b), u(2, 3, 4), u(5, 4, 2))
     check_grad(lambda a, b: np.outer(a, b), u(3), u(2, 2))
     check_grad(lambda a, b: np.einsum("ij,jk->ik", a, b), u(3, 4), u(4, 2))
     check_grad(lambda a, b: np.einsum("bij,bjk->bki", a, b), u(2, 3, 4), u(2, 4, 2))
