@@ -34,6 +34,7 @@ from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.guards import GuardSet
 from jitgraph.tracer.keys import alias_pattern, describe, diff, guard_texts, make_key
 from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.side_effects import replayer
 from jitgraph.tracer.trace import TraceResult, parameter_names, trace
 
 log = logging.getLogger("jitgraph")
@@ -103,6 +104,12 @@ class Traced:
                 for i, value in graph.mutations]
 
     @property
+    def object_effects(self) -> list[tuple[str, str, str | None, Any]]:
+        """Stores into Python objects, replayed after the graph (``tracer/side_effects.py``): ``(kind, target,
+        name, value spec)`` in first-write order."""
+        return list(self.result.extra.get("side_effects", [])) if self.brk is None else []
+
+    @property
     def out_spec(self) -> Any:
         return self.result.out_spec
 
@@ -150,6 +157,9 @@ class Traced:
             lines.extend("  " + line for line in str(self.graph).splitlines())
         if self.side_effects:
             lines.append("side effects (arrays written in place): " + ", ".join(n for n, _ in self.side_effects))
+        if self.object_effects:
+            lines.append("side effects (replayed on objects after the graph): "
+                         + ", ".join(effect_text(e) for e in self.object_effects))
         if self.guard_texts:
             lines.append("guards:")
             lines.extend(f"  {g}" for g in self.guard_texts)
@@ -176,7 +186,11 @@ class Lowered:
         start = time.perf_counter()
         artifact = get_backend(traced.backend)(self.graph, traced.options)
         seconds = time.perf_counter() - start
-        build = build_output(traced.out_spec, traced.guards.constants, device_outputs(traced.backend, traced.device))
+        device = device_outputs(traced.backend, traced.device)
+        build = build_output(traced.out_spec, traced.guards.constants, device)
+        if traced.object_effects:
+            build = with_side_effects(build, replayer(traced.object_effects, traced.guards.constants,
+                                                      lambda spec, k: build_output(spec, k, device)))
         return Compiled(self, artifact, build, seconds)
 
     def __str__(self) -> str:
@@ -236,6 +250,28 @@ class Compiled:
             lines.append("backend:")
             lines.extend("  " + line for line in note.splitlines())
         return "\n".join(lines)
+
+
+def effect_text(effect: tuple[str, str, str | None, Any]) -> str:
+    """One replayed store in words: ``K[0].__self__.cache = ...`` reads as the target's code and the name."""
+    kind, code, name, _ = effect
+    if kind == "attr":
+        return f"{code}.{name} ="
+    if kind == "global":
+        return f"global {name} ="
+    return f"{code} (contents)"
+
+
+def with_side_effects(build: Callable[..., Any], apply: Callable[..., None]) -> Callable[..., Any]:
+    """A result builder that also replays the trace's stores into objects, after the graph has run: the return
+    value is built first (from the state before the stores, as the trace read it), then the stores are made."""
+
+    def build_and_apply(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> Any:
+        result = build(o, leaves, a, kw)
+        apply(o, leaves, a, kw)
+        return result
+
+    return build_and_apply
 
 
 def alias_texts(alias: tuple | None, leaf_names: list[str], n_arrays: int) -> list[str]:

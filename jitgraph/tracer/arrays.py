@@ -117,6 +117,8 @@ def _python_scalar_checks(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
         if not isinstance(b, TArray) and b in (0, 1):
             return b  # x ** 0 and x ** 1 never raise
         operands = (_py_operand(tx, a), _py_operand(tx, b))
+        if operands[1] is None and _small_base_int_power(tx, a, b):
+            return _checked_exponent(tx, b)
         if operands[0] is None or operands[1] is None:
             tx.graph_break("`**` of Python floats computed in the graph (Python raises or returns complex for some "
                            "values, where the compiled code would give NaN or inf)")
@@ -153,6 +155,22 @@ def _zero_division(symbol: str) -> ZeroDivisionError:
     except ZeroDivisionError as exc:
         return exc
     raise AssertionError(f"1.0 {symbol} 0.0 did not raise")
+
+
+def _small_base_int_power(tx: TraceContext, a: Any, b: Any) -> bool:
+    """``beta1 ** t`` with a trace-time float ``0 < |beta1| <= 1`` and a Python int computed in the graph (a step
+    counter kept on an object): Python's result is a float in [-1, 1] for every ``t >= 0``."""
+    return (type(a) is float and 0 < abs(a) <= 1 and isinstance(b, TArray) and b.kind == "py"
+            and tx.type_of(b).dtype.kind in "iu")
+
+
+def _checked_exponent(tx: TraceContext, b: TArray) -> TArray:
+    """The exponent of :func:`_small_base_int_power`, checked ``>= 0`` at run time (a negative one may overflow,
+    where Python raises OverflowError: the check raises and the call reruns eagerly)."""
+    node = tx.read(b)
+    pred = tx.op("greater_equal", node, tx.node(0))
+    return tx.fresh(tx.op("check", node, pred, message="negative exponent computed in the graph",
+                          error="OverflowError"))
 
 
 def _checked_divisor(tx: TraceContext, symbol: str, b: TArray) -> TArray:

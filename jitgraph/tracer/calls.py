@@ -313,6 +313,8 @@ def _class_attr_load(tx: TraceContext, cls: type, name: str) -> Any:
 
 
 def _instance_attr(tx: TraceContext, obj: Any, name: str) -> Any:
+    if tx.side_effects.has_attr(obj, name):  # stored earlier in this trace: the stored value, as eager reads it
+        return tx.side_effects.attr(obj, name)
     cls = type(obj)
     raw = _class_attr(cls, name)
     if isinstance(raw, property):

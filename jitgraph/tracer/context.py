@@ -24,6 +24,7 @@ from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
 from jitgraph.tracer.region_state import BodyBuilder, RegionState
+from jitgraph.tracer.side_effects import SideEffects
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
 MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
@@ -59,11 +60,15 @@ class TraceContext:
     and branch regions learn (:class:`RegionState`); ``in_region`` says whether ops now go into a region body.
     """
 
-    def __init__(self, guards: GuardSet, run_frame: RunFrame) -> None:
+    def __init__(self, guards: GuardSet, run_frame: RunFrame, dynamic_sources: frozenset[str] = frozenset()) -> None:
         self.builder: GraphBuilder | BodyBuilder = GraphBuilder()
         self.guards = guards
         self.run_frame = run_frame
         self.regions = RegionState()
+        # Outside Python ints/floats the trace reads as runtime values (a step counter ``self.t += 1`` that the
+        # replay rewrites each call would otherwise fail its value guard on every call): side_effects.py.
+        self.dynamic_sources = dynamic_sources
+        self.side_effects = SideEffects()  # stores into objects the trace does not own, replayed after the graph
         self.buffers: list[Buffer] = []
         self.caller_owned: set[int] = set()
         self.readonly_cells: set[int] = set()
@@ -356,6 +361,8 @@ class TraceContext:
             g.array(source, value)
             g.extra_input(source)
             return self.new_input(value, source.name, source)
+        if (t is int or t is float) and source.code in self.dynamic_sources and abs(value) < DYNAMIC_LIMIT:
+            return self._dynamic_scalar(value, source)
         if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
             g.equal(source, value)
             return value
@@ -390,6 +397,22 @@ class TraceContext:
         self._keep.append(value)
         return value
 
+    def _dynamic_scalar(self, value: float, source: Source) -> TArray:
+        """An outside int or float the trace reads as a graph input (guarded by type and range, not value)."""
+        t = type(value)
+        bound = "" if t is float else f" and -{DYNAMIC_LIMIT} < {source.code} < {DYNAMIC_LIMIT}"
+        self.guards.add(f"type({source.code}) is {t.__name__}{bound}",
+                        f"type({source.name}) is {t.__name__} (a runtime value{bound and ', |value| < 2**31'})")
+        self.guards.extra_input(source)
+        wrapped = self.new_input(value, source.name)
+        self.py_inputs[id(wrapped)] = (wrapped, value, source)
+        return wrapped
+
+    def read_scalar_at(self, code: str) -> Any:
+        """The specialised int/float the trace read from the outside location ``code`` (None if it read none)."""
+        value = self._by_source.get(code)
+        return value if type(value) is int or type(value) is float else None
+
     def attribute_unchanged(self, obj: Any, name: str, value: Any) -> bool:
         """Does ``obj.name = value`` store back exactly what the trace read from ``obj.name``?"""
         source = self.source_of(obj)
@@ -422,6 +445,7 @@ class TraceContext:
 
 
 _SPECIALISED = (int, bool, str, bytes, complex, type(None))
+DYNAMIC_LIMIT = 2**31  # a runtime int's range: int64 arithmetic on it stays exact for the usual counters
 
 
 def numpy_c_order(node: Node, depth: int = 8) -> bool:

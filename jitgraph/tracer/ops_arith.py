@@ -73,13 +73,33 @@ class ArithOps:
             symarrays.setitem(self.tx, container, index, value)
         elif symarrays.involves(value):
             self.tx.graph_break("storing a slice of symbolic length into a fixed slice")
+        elif _callers_container(self, container, index):
+            current = container.get(index) if isinstance(container, dict) else None
+            if current is not None and current is value:
+                return  # ``d[k] -= x`` stores back the same (updated in place) array: nothing to do
+            self.tx.side_effects.mutate_container(self.tx, container, "an item assignment")
+            try:
+                container[index] = value  # the tracer's copy; the caller's object is rewritten after the graph
+            except Exception as exc:  # noqa: BLE001
+                self.tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
         else:
             arrays.setitem(self.tx, container, index, value)
 
     def op_DELETE_SUBSCR(self: Frame, ins: Instr) -> None:
         index = self.pop()
         container = self.pop()
-        if isinstance(container, list | dict) and id(container) not in self.tx.caller_owned and is_plain(index):
-            del container[index]
+        if isinstance(container, list | dict) and is_plain(index):
+            if id(container) in self.tx.caller_owned:
+                self.tx.side_effects.mutate_container(self.tx, container, "del of an item")
+            try:
+                del container[index]
+            except Exception as exc:  # noqa: BLE001
+                self.tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
             return
         self.tx.graph_break("del of an item of a caller's container or an array")
+
+
+def _callers_container(frame: Frame, container: object, index: object) -> bool:
+    """A list or dict the tracer copied from the caller's (an argument, an attribute, a global), with a plain
+    index: the store is recorded as a side effect (side_effects.py) instead of breaking."""
+    return isinstance(container, list | dict) and id(container) in frame.tx.caller_owned and is_plain(index)

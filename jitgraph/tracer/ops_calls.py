@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
-from jitgraph.tracer import calls, symarrays
+from jitgraph.tracer import calls, side_effects, symarrays
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import NULL
@@ -27,9 +27,11 @@ class CallOps:
     def op_STORE_ATTR(self: Frame, ins: Instr) -> None:
         obj = self.pop()
         value = self.pop()
-        if self.tx.attribute_unchanged(obj, ins.argval, value):
+        tx, name = self.tx, ins.argval
+        if not tx.side_effects.has_attr(obj, name) and tx.attribute_unchanged(obj, name, value):
             return  # ``self.W -= g`` stores back the array it updated in place: nothing changes
-        self.tx.graph_break(f"assignment to attribute '{ins.argval}' is a side effect")
+        side_effects.refuse_attr_store(tx, obj, name)
+        tx.side_effects.store_attr(tx, obj, name, value)  # replayed after the graph (side_effects.py)
 
     def op_DELETE_ATTR(self: Frame, ins: Instr) -> None:
         self.tx.graph_break(f"deleting attribute '{ins.argval}' is a side effect")

@@ -86,7 +86,9 @@ class StackOps:
     # ---- globals --------------------------------------------------------------------------------------------
     def op_LOAD_GLOBAL(self: Frame, ins: Instr) -> None:
         name = ins.argval
-        if name in self.globals:
+        if self.tx.side_effects.has_attr(self.globals, name):  # rebound earlier in this trace
+            self.push(self.tx.side_effects.attr(self.globals, name))
+        elif name in self.globals:
             source = None
             if self.globals_source is not None:
                 source = Source(f"{self.globals_source.code}[{name!r}]", name)
@@ -102,7 +104,9 @@ class StackOps:
         if self.globals_source is not None and self.tx.stored_back(f"{self.globals_source.code}[{ins.argval!r}]",
                                                                    value):
             return  # ``global W; W -= g`` stores back the array it updated in place
-        self.tx.graph_break(f"assignment to global '{ins.argval}' is a side effect")
+        if self.globals_source is None:
+            self.tx.graph_break(f"assignment to global '{ins.argval}' of a module the tracer cannot name")
+        self.tx.side_effects.store_attr(self.tx, self.globals, ins.argval, value, "global", self.globals_source)
 
     # ---- building containers --------------------------------------------------------------------------------
     def op_BUILD_TUPLE(self: Frame, ins: Instr) -> None:

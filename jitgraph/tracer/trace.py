@@ -22,7 +22,9 @@ from jitgraph.tracer.values import TArray, Yielded, is_plain
 @dataclass
 class TraceResult:
     """One traced call. ``extra`` holds what only some consumers need: ``leaf_names`` (the graph inputs' readable
-    names) and, for a trace with a graph, ``may_raise`` (:func:`raising_checks`: the run-time checks that can raise
+    names), ``side_effects`` (stores into
+    objects, replayed after the graph: ``side_effects.SideEffects.finish``) and, for a trace with a graph,
+    ``may_raise`` (:func:`raising_checks`: the run-time checks that can raise
     on the data, which the driver needs to keep eager's order of effects when a mutating graph raises)."""
 
     graph: Graph | None
@@ -48,9 +50,25 @@ def parameter_names(fn: Any, nargs: int) -> list[str]:
 
 
 def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
+    """Trace one call. A trace whose replayed stores rewrite an outside int or float it read by value (a step
+    counter on ``self``) is traced again with those read as runtime values, so the next call does not miss its
+    guard; the second trace is kept when it captures a graph (it breaks where the value decides control flow)."""
+    start = time.perf_counter()
+    result = _trace_once(fn, args, kwargs, frozenset())
+    candidates = result.extra.pop("dynamic_candidates", None)
+    if candidates and result.breaks is None:
+        again = _trace_once(fn, args, kwargs, frozenset(candidates))
+        again.extra.pop("dynamic_candidates", None)
+        if again.breaks is None:
+            result = again
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str]) -> TraceResult:
     start = time.perf_counter()
     guards = GuardSet()
-    tx = TraceContext(guards, run_frame)
+    tx = TraceContext(guards, run_frame, dynamic_sources)
     guards.const(fn)  # K[0] is always the compiled callable
     names = parameter_names(fn, len(args))
     try:
@@ -68,13 +86,18 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
             result = call(tx, fn, wrapped, wrapped_kw)
         outputs: list[Any] = []
         spec = _output_spec(tx, result, outputs)
+        effects = tx.side_effects.finish(tx, lambda v: _output_spec(tx, v, outputs)) if tx.side_effects else []
         mutations = [(b.input_index, b.node) for b in tx.buffers
                      if b.input_index is not None and b.node is not tx.builder.inputs[b.input_index]]
         graph = eliminate_dead(tx.builder.build(outputs, mutations))
         brk = None
     except GraphBreak as exc:
-        graph, spec, brk = None, None, exc
+        graph, spec, brk, effects = None, None, exc, []
     extra: dict[str, Any] = {"leaf_names": list(tx.builder.input_names)}
+    if effects:
+        extra["side_effects"] = effects
+        if tx.side_effects.candidates - dynamic_sources:
+            extra["dynamic_candidates"] = tx.side_effects.candidates | dynamic_sources
     if graph is not None:
         extra["may_raise"] = raising_checks(graph)
     return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start, extra)

@@ -138,7 +138,7 @@ def test_append_to_callers_list_happens_once():
     log: list = []
     compiled = jitgraph.compile(appends, backend="eager")
     compiled(X, log)
-    assert len(log) == 1 and np.isclose(log[0], (X * 3).sum()) and type(log[0]) is np.float64
+    assert len(log) == 1 and np.isclose(log[0], (X * 3).sum()) and type(log[0]) is type((X * 3).sum())
     assert compiled.break_reasons() == [] and len(compiled.graphs()) == 1
 
 

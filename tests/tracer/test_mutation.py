@@ -186,8 +186,9 @@ def test_inplace_update_of_object_attributes():
                   compiled.entries[0].traced_graph.mutations) == ["layer.W", "layer.dW"]
 
 
-def test_rebinding_an_attribute_falls_back():
-    run_both(rebinds_attribute, Dense(3), graphs=0)
+def test_rebinding_an_attribute_is_replayed():
+    """Issue 18: the store is recorded, the graph computes the value, the driver stores it after the graph."""
+    run_both(rebinds_attribute, Dense(3), graphs=1)
 
 
 _WEIGHTS = np.ones(4)

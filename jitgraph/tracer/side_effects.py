@@ -1,0 +1,206 @@
+"""Side effects on Python objects, recorded during a trace and replayed after the graph runs (as Dynamo's
+side-effect tracking does).
+
+The trace never touches the caller's objects. A store it meets -- ``self.x = v``, ``self.cache["X"] = X``,
+``self.stack.append(h)``, ``global step; step = ...`` -- is recorded here instead, and every later read in the same
+trace sees the stored value (attribute and global reads consult :meth:`SideEffects.attr`; containers reached from
+outside are the tracer's own copies, edited in place). When the trace ends, :meth:`SideEffects.finish` turns each
+effect's *final* value into an output spec (``outputs.build_output``): computed arrays become graph outputs,
+arguments and arrays read from outside are rebuilt as those very objects (identity kept), constants as
+themselves. The driver then applies them after the graph, in the order the objects were first written, through
+:func:`replayer`. Program order within one object is not observable for plain objects (no ``__setattr__``, no
+property or slot), which is exactly what :func:`refuse_attr_store` lets through; everything else breaks with a
+reason and the call runs eagerly.
+
+Nothing is applied before the whole graph has run: a graph that raises leaves the objects untouched, and the eager
+rerun performs each effect once, in NumPy's order.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from jitgraph.tracer.guards import Source, is_literal_key
+from jitgraph.tracer.values import TArray
+
+if TYPE_CHECKING:
+    from jitgraph.tracer.context import TraceContext
+
+
+@dataclass
+class Effect:
+    """One written location, as recorded: ``kind`` is "attr" (``target.name = value``), "global" (the module
+    dict's ``name``) or "contents" (a list or dict, rewritten to ``value``, the tracer's copy, in place)."""
+
+    kind: str
+    target: Any
+    source: Source
+    name: str | None = None
+    value: Any = None
+
+
+@dataclass
+class SideEffects:
+    """What one trace wrote to objects it does not own, in first-write order, and the stored values to read back."""
+
+    effects: list[Effect] = field(default_factory=list)
+    _attrs: dict[tuple[int, str], Effect] = field(default_factory=dict)
+    _containers: dict[int, Effect] = field(default_factory=dict)
+    candidates: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.effects)
+
+    # ---- recording ------------------------------------------------------------------------------------------
+    def attr(self, obj: Any, name: str, default: Any = None) -> Any:
+        """The value this trace stored into ``obj.name`` (or the module dict's ``name``), else ``default``."""
+        effect = self._attrs.get((id(obj), name))
+        return default if effect is None else effect.value
+
+    def has_attr(self, obj: Any, name: str) -> bool:
+        return (id(obj), name) in self._attrs
+
+    def store_attr(self, tx: TraceContext, obj: Any, name: str, value: Any, kind: str = "attr",
+                   source: Source | None = None) -> None:
+        """Record ``obj.name = value`` (``kind="global"``: ``obj`` is a module's globals dict)."""
+        _refuse_region(tx, f"assignment to {'global' if kind == 'global' else 'attribute'} '{name}'")
+        if source is None:
+            source = tx.source_of(obj) or tx.const_source(obj)
+        effect = self._attrs.get((id(obj), name))
+        if effect is None:
+            tx.keep(obj)
+            effect = Effect(kind, obj, source, name)
+            self._attrs[(id(obj), name)] = effect
+            self.effects.append(effect)
+        effect.value = value
+
+    def mutate_container(self, tx: TraceContext, container: Any, what: str) -> None:
+        """``container`` (a list or dict the tracer copied from the caller's) is about to be edited in place by
+        ``what``: its final contents are written back to the caller's object after the graph."""
+        _refuse_region(tx, what)
+        if id(container) in self._containers:
+            return
+        source = tx.source_of(container)
+        if source is None or not isinstance(container, list | dict):
+            tx.graph_break(f"{what} mutates a caller's {type(container).__name__} the tracer cannot write back")
+        effect = Effect("contents", container, source, value=container)
+        self._containers[id(container)] = effect
+        self.effects.append(effect)
+
+    # ---- the end of a trace ---------------------------------------------------------------------------------
+    def finish(self, tx: TraceContext, spec_of: Callable[[Any], Any]) -> list[tuple[str, str, str | None, Any]]:
+        """Each effect as ``(kind, target code, name, value spec)``; ``spec_of`` makes a value's output spec (graph
+        outputs appended as it goes). Computed arrays stored twice are one output (one object, as in NumPy)."""
+        memo: dict[tuple[int, tuple], Any] = {}
+
+        def spec(value: Any) -> Any:
+            if isinstance(value, TArray):
+                key = (value.buffer.uid, value.path, value.kind, value.buffer.version)
+                if key not in memo:
+                    memo[key] = spec_of(value)
+                return memo[key]
+            if isinstance(value, list) and tx.source_of(value) is None:
+                return ("list", tuple(spec(v) for v in value))
+            if isinstance(value, dict) and tx.source_of(value) is None:
+                return ("dict", tuple(value), tuple(spec(v) for v in value.values()))
+            if type(value) is tuple:
+                return ("tuple", tuple(spec(v) for v in value))
+            return spec_of(value)
+
+        self.candidates = _rewritten_scalars(tx, self.effects)
+        out = []
+        for e in self.effects:
+            if e.kind == "contents":
+                value = e.value
+                contents = ("list", tuple(spec(v) for v in value)) if isinstance(value, list) else \
+                    ("dict", tuple(value), tuple(spec(v) for v in value.values()))
+                out.append(("contents", e.source.code, None, contents))
+            else:
+                out.append((e.kind, e.source.code, e.name, spec(e.value)))
+        return out
+
+
+def _rewritten_scalars(tx: TraceContext, effects: list[Effect]) -> set[str]:
+    """Outside locations holding an int or float that the trace read by value and the replay rewrites (``self.t +=
+    1``, ``state["step"] += 1``): specialised, each call would miss its guard. ``trace`` retries with them read as
+    runtime values."""
+    found = set()
+    for e in effects:
+        if e.kind == "attr":
+            places = [(e.source.attr(e.name or "").code, e.value)]
+        elif e.kind == "global":
+            places = [(f"{e.source.code}[{e.name!r}]", e.value)]
+        else:
+            items = e.value.items() if isinstance(e.value, dict) else enumerate(e.value)
+            places = [(e.source.item(k).code, v) for k, v in items if is_literal_key(k)]
+        for code, value in places:
+            old = tx.read_scalar_at(code)
+            if old is not None and value is not old:
+                found.add(code)
+    return found
+
+
+def _refuse_region(tx: TraceContext, what: str) -> None:
+    if tx.in_region:  # a loop or branch region retries unrolled, where the store is recorded once per iteration
+        tx.graph_break(f"{what} inside a loop or branch compiled as a region")
+
+
+_OBJECT_SETATTR = object.__setattr__
+
+
+def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
+    """Break, with the reason, on an attribute store the replay could not reproduce exactly: a class with its own
+    ``__setattr__``, a property or other data descriptor (``__slots__`` members are), an object without a
+    ``__dict__``, or something that is not a plain object (a module, a class, an array)."""
+    if isinstance(obj, TArray):
+        tx.graph_break(f"assignment to attribute '{name}' of an array")
+    if isinstance(obj, types.ModuleType | type | types.FunctionType | np.ndarray | np.generic):
+        tx.graph_break(f"assignment to attribute '{name}' of a {type(obj).__name__} is a side effect the tracer "
+                       "does not replay")
+    cls = type(obj)
+    if getattr(cls, "__setattr__", _OBJECT_SETATTR) is not _OBJECT_SETATTR:
+        tx.graph_break(f"{cls.__qualname__} defines __setattr__: assignment to '{name}' runs user code that the "
+                       "tracer does not replay")
+    for klass in cls.__mro__:
+        raw = klass.__dict__.get(name)
+        if raw is not None:
+            if hasattr(type(raw), "__set__"):
+                what = "a property" if isinstance(raw, property) else f"a data descriptor ({type(raw).__name__}, " \
+                    "as __slots__ makes)"
+                tx.graph_break(f"{cls.__qualname__}.{name} is {what}: assignment runs code the tracer does not "
+                               "replay")
+            break
+    if not isinstance(getattr(obj, "__dict__", None), dict):
+        tx.graph_break(f"a {cls.__qualname__} object has no __dict__ (__slots__): assignment to '{name}' is not "
+                       "replayed")
+
+
+def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[Any],
+             build: Callable[[Any, list[Any]], Callable[..., Any]]) -> Callable[..., None]:
+    """``apply(outs, leaves, args, kwargs)`` for finished effects: every target and value is computed first (from
+    the state before the call, as the trace read it), then every store is made, in order."""
+    steps = []
+    for kind, code, name, value_spec in effects:
+        steps.append((kind, compile(code, "<jitgraph side effect>", "eval"), name, build(value_spec, constants)))
+
+    def apply(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> None:
+        scope = {"A": a, "KW": kw, "K": constants}
+        ready = [(kind, eval(code, scope), name, make(o, leaves, a, kw))
+                 for kind, code, name, make in steps]
+        for kind, target, name, value in ready:
+            if kind == "attr":
+                setattr(target, name, value)
+            elif kind == "global":
+                target[name] = value
+            elif isinstance(target, list):
+                target[:] = value
+            else:
+                target.clear()
+                target.update(value)
+
+    return apply
