@@ -9,7 +9,7 @@ from jitgraph.tracer.values import TArray, Yielded
 
 MAX_UNROLL = 1024
 _ITERATOR_TYPES = tuple({type(iter(x)) for x in ([], (), {}, "", range(1), set(), {}.items(), {}.values())}
-                        | {zip, enumerate, reversed, type(iter(range(1 << 70)))})
+                        | {zip, enumerate, reversed, type(reversed([])), type(iter(range(1 << 70)))})
 SAFE_ITERABLES = (list, tuple, dict, str, range, set, frozenset, type({}.keys()), type({}.values()),
                   type({}.items()), Yielded) + _ITERATOR_TYPES
 
