@@ -74,3 +74,102 @@ def _column_values(emit: Any, w: Any, level: int) -> None:
         if emit.operand(n):
             emit.load(w, n, {0: "0", 1: "i1"}, "", inner=False)
     emit._outer_values(w, level)
+
+
+# -- any number of levels, outputs that use the reductions (batch norm forward and backward, column softmax) --------
+def fits_levels(emit: Any) -> bool:
+    """Whether the multi-level column template handles ``emit``: a 2-D group reducing axis 0 only, with
+    reductions the column accumulators can combine (not argmin/argmax).
+
+    The generic template would sweep each column of a C-ordered array with a stride of one row per element (a
+    (256, 512) batch-norm backward ran 4.7x slower than NumPy that way)."""
+    spec = emit.spec
+    if spec.rank != 2 or spec.inner != (0,) or not emit.reductions:
+        return False
+    return all(r.op in ("sum", "mean", "max", "min", "prod", "any", "all") for r in emit.reductions)
+
+
+def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
+    """One pass over the rows per reduction level, each accumulating a vector of column partials (the inner loop
+    runs along contiguous columns and vectorises); per-column values (reductions, and what is computed from them
+    before the next level) are kept in vectors of this chunk's columns; a last pass over the rows writes the
+    full-shape outputs, then one loop over the columns writes the per-column outputs."""
+    spec = emit.spec
+    levels = sorted({spec.level[r] for r in emit.reductions})
+    percol = [n for n in emit.members if n not in spec.full and n not in emit.scalar_nodes]
+    w("ulo = np.uint64(lo)")
+    w("uhi = np.uint64(hi)")
+    for n in percol:
+        w(f"col{emit.var[n]} = np.empty(uhi - ulo, {E.np_name(n.type.dtype)})")
+    idx[0], idx[1] = "i0", "i1"
+
+    def column_values(below: int) -> None:
+        """Inside a loop over i1: operands that do not walk the rows, and the per-column values of lower levels."""
+        for n in spec.body.nodes:
+            if emit.operand(n):
+                emit.load(w, n, {0: "0", 1: "i1"}, "", inner=False)
+        for n in percol:
+            if spec.level[n] < below:
+                w(f"{emit.var[n]} = col{emit.var[n]}[i1 - ulo]")
+
+    def store_level(lvl: int) -> None:
+        """The per-column values of level ``lvl`` not yet stored (level 0: those of operands only)."""
+        todo = [n for n in percol if spec.level[n] == lvl and n not in emit.reductions]
+        if not todo:
+            return
+        w("for i1 in range(ulo, uhi):")
+        w.depth += 1
+        column_values(lvl)
+        for n in emit.reductions:
+            if spec.level[n] == lvl:
+                w(f"{emit.var[n]} = col{emit.var[n]}[i1 - ulo]")
+        for n in todo:
+            w(f"{emit.var[n]} = {emit.expr(n, '')}")
+            w(f"col{emit.var[n]}[i1 - ulo] = {emit.var[n]}")
+        w.depth -= 1
+
+    store_level(0)
+    for lvl in levels:
+        reds = [r for r in emit.reductions if spec.level[r] == lvl]
+        accs = {r: E.accumulator_dtype(r) for r in reds}
+        w(f"# level-{lvl} sweep over the rows: {', '.join(r.op for r in reds)} per column")
+        for r in reds:
+            w(f"acc{emit.var[r]} = np.full(uhi - ulo, {E.reduction_init(r.op, accs[r])}, {E.np_name(accs[r])})")
+        w("for i0 in range(n0):")
+        w("    for i1 in range(ulo, uhi):")
+        w.depth += 2
+        column_values(lvl)
+        emit.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
+        for r in reds:
+            (src,) = r.inputs
+            v = emit.var[r]
+            value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
+            w(f"acc{v}[i1 - ulo] = {E.reduction_combine(r.op, f'acc{v}[i1 - ulo]', value)}")
+        w.depth -= 2
+        w("for i1 in range(ulo, uhi):")
+        for r in reds:
+            v = emit.var[r]
+            total = f"acc{v}[i1 - ulo]"
+            if r.op == "mean":
+                total = E.mean_total(total, f"cnt{v}", r.type.dtype)
+            w(f"    col{v}[i1 - ulo] = {E.cast(total, r.type.dtype)}")
+        store_level(lvl)
+    top = max(levels) + 1
+    finals = [o for o in spec.outputs if o.value in spec.full]
+    if finals:
+        w("# final pass over the rows: full-shape outputs")
+        w("for i0 in range(n0):")
+        w("    for i1 in range(ulo, uhi):")
+        w.depth += 2
+        column_values(top)
+        emit.compute(w, [o.value for o in finals], idx, "", inner=True)
+        for o in finals:
+            w(f"{emit.index(o, idx)} = {emit.ref(o.value, '')}")
+        w.depth -= 2
+    rest = [o for o in spec.outputs if o.value not in spec.full]
+    if rest:
+        w("for i1 in range(ulo, uhi):")
+        w.depth += 1
+        for o in rest:
+            w(f"{emit.index(o, idx)} = col{emit.var[o.value]}[i1 - ulo]")
+        w.depth -= 1

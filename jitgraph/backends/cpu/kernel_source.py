@@ -198,6 +198,8 @@ class _Emit:
         top = len(w.lines)
         if spec.inner and column_sweep.fits(self):
             column_sweep.column_body(self, w, idx)
+        elif spec.inner and column_sweep.fits_levels(self):
+            column_sweep.levels_body(self, w, idx)
         else:
             self.loops(w, self.outer_dims, idx, bool(self.outer_dims))
             if not spec.inner:
