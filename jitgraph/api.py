@@ -23,7 +23,8 @@ from typing import Any
 from jitgraph.config import check_options
 from jitgraph.errors import UnsupportedPythonError
 
-LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode", "grad": "jitgraph.jit.grad"}
+LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode", "grad": "jitgraph.jit.grad",
+          "vjp": "jitgraph.jit.vjp"}
 
 
 def layer(name: str) -> ModuleType:
@@ -105,11 +106,11 @@ def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False, backend: s
     """``(out, vjp_fn)`` as ``jax.vjp`` (``(out, vjp_fn, aux)`` with ``has_aux``): ``vjp_fn(cotangent)`` returns
     a tuple with one gradient per primal; the cotangent has the structure of ``out``."""
     check_options({"backend": backend, **options})
-    return layer("grad").vjp(fn, primals, has_aux, backend, options)
+    return layer("vjp").vjp(fn, primals, has_aux, backend, options)
 
 
 def jvp(fn: Callable[..., Any], primals: Any, tangents: Any, *, backend: str | None = None, **options: Any) -> tuple:
     """``(out, tangent_out)`` as ``jax.jvp``: the directional derivative of ``fn`` at ``primals`` along
     ``tangents`` (tuples, one tangent per primal, each of its primal's structure)."""
     check_options({"backend": backend, **options})
-    return layer("grad").jvp(fn, primals, tangents, backend, options)
+    return layer("vjp").jvp(fn, primals, tangents, backend, options)

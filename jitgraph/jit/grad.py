@@ -114,7 +114,7 @@ class GradFunction(CompiledFunction):
                        ) -> TraceResult:
         graph = result.graph
         assert graph is not None
-        starts = _leaf_starts(primals)
+        starts = leaf_starts(primals)
         names = list(graph.input_names)
         kind = self.spec.kind
         positions = tuple(range(len(primals))) if kind in ("vjp", "jvp") else self.spec.positions
@@ -125,7 +125,7 @@ class GradFunction(CompiledFunction):
         positions = tuple(p % len(primals) for p in positions)
         wrt: list[int] = []
         for p in positions:
-            _check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
+            check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
             wrt.extend(range(starts[p], starts[p + 1]))
         n_leaves = starts[-1]
         if kind == "jvp":
@@ -134,13 +134,13 @@ class GradFunction(CompiledFunction):
             spec = ("tuple", (result.out_spec, _shift(result.out_spec, joint.n_forward)))
         elif kind == "vjp":
             (cotangent,) = extra
-            out_spec = _split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
+            out_spec = split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
             seeds, types = _cotangent_seeds(out_spec, cotangent)
             joint = differentiate(graph, wrt, seeds, cotangent_types=types, insert_at=n_leaves)
             counter = iter(range(joint.n_forward, 10 ** 9))
-            spec = ("tuple", tuple(_grad_spec(primals[p], counter) for p in positions))
+            spec = ("tuple", tuple(grad_spec(primals[p], counter) for p in positions))
         else:
-            loss_spec, aux_spec = _split_loss(result.out_spec, self.spec.has_aux, self.name)
+            loss_spec, aux_spec = split_loss(result.out_spec, self.spec.has_aux, self.name)
             loss = graph.outputs[loss_spec[1]]
             t = loss.type
             if not (isinstance(t, TensorType) and t.shape == () and t.dtype.kind == "f"):
@@ -149,7 +149,7 @@ class GradFunction(CompiledFunction):
                                            "or use jitgraph.vjp for a non-scalar output")
             joint = differentiate(graph, wrt, [loss_spec[1]])
             counter = iter(range(joint.n_forward, 10 ** 9))
-            per_arg = tuple(_grad_spec(primals[p], counter) for p in positions)
+            per_arg = tuple(grad_spec(primals[p], counter) for p in positions)
             grads = per_arg[0] if isinstance(self.spec.argnums, int) else ("tuple", per_arg)
             if kind == "grad":
                 spec = ("tuple", (grads, aux_spec)) if self.spec.has_aux else grads
@@ -267,7 +267,7 @@ def _flat(value: Any) -> list[Any]:
     return []
 
 
-def _leaf_starts(primals: tuple) -> list[int]:
+def leaf_starts(primals: tuple) -> list[int]:
     starts = [0]
     for value in primals:
         starts.append(starts[-1] + len(_flat(value)))
@@ -278,12 +278,12 @@ def _leaf_type(value: Any) -> TensorType:
     return type_of(np.asarray(value) if isinstance(value, float) else value)
 
 
-def _check_leaves(value: Any, names: Sequence[str], what: str) -> None:
+def check_leaves(value: Any, names: Sequence[str], what: str) -> None:
     """Every leaf of a differentiated argument must be an array or a float (ints are part of the key)."""
     t = type(value)
     if t is tuple or t is list or t is dict or is_namedtuple(value):
         for v in (value.values() if t is dict else value):
-            _check_leaves(v, names, what)
+            check_leaves(v, names, what)
         return
     if not _flat(value):
         raise DifferentiationError(f"cannot differentiate with respect to {what}: it holds a {t.__name__} "
@@ -291,7 +291,7 @@ def _check_leaves(value: Any, names: Sequence[str], what: str) -> None:
                                    hint="leave it out of argnums")
 
 
-def _grad_spec(value: Any, counter: Any) -> Any:
+def grad_spec(value: Any, counter: Any) -> Any:
     """An output spec that rebuilds ``value``'s pytree from consecutive graph outputs (``counter``)."""
     t = type(value)
     if t is np.ndarray or is_device_array(value):
@@ -301,15 +301,15 @@ def _grad_spec(value: Any, counter: Any) -> Any:
     if t is float:
         return ("out", next(counter), "python")
     if t is tuple or t is list:
-        return (t.__name__, tuple(_grad_spec(v, counter) for v in value))
+        return (t.__name__, tuple(grad_spec(v, counter) for v in value))
     if is_namedtuple(value):
-        return ("namedtuple", t, tuple(_grad_spec(v, counter) for v in value))
+        return ("namedtuple", t, tuple(grad_spec(v, counter) for v in value))
     if t is dict:
-        return ("dict", tuple(value), tuple(_grad_spec(v, counter) for v in value.values()))
+        return ("dict", tuple(value), tuple(grad_spec(v, counter) for v in value.values()))
     raise DifferentiationError(f"cannot build a gradient for a {t.__name__}")
 
 
-def _split_loss(spec: Any, has_aux: bool, name: str, computed: bool = True) -> tuple[Any, Any]:
+def split_loss(spec: Any, has_aux: bool, name: str, computed: bool = True) -> tuple[Any, Any]:
     if has_aux:
         if spec[0] not in ("tuple", "list") or len(spec[1]) != 2:
             raise DifferentiationError(f"{name}: has_aux=True needs the function to return a pair (loss, aux)")
@@ -368,43 +368,3 @@ def cached(table: weakref.WeakKeyDictionary, fn: Callable[..., Any], key: tuple,
     if key not in per_fn:
         per_fn[key] = make()
     return per_fn[key]
-
-
-# ---- the public entry points' bodies (jitgraph.api keeps only their signatures and option checks) ------------
-_VJP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FORWARD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _key(options: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in options.items()))
-
-
-def vjp(fn: Any, primals: tuple, has_aux: bool, backend: str | None, options: dict[str, Any]) -> tuple:
-    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``), as ``jax.vjp``: the forward runs compiled
-    now; ``vjp_fn(cotangent)`` runs the compiled joint graph (forward again, then backward) and returns one
-    gradient pytree per primal, as a tuple."""
-    key = (has_aux, backend, _key(options))
-    forward = cached(_FORWARD, fn, key, lambda: CompiledFunction(fn, backend=backend, options=options))
-    joint = cached(_VJP, fn, key, lambda: GradFunction(fn, GradSpec("vjp", has_aux=has_aux), backend=backend,
-                                                       options=options))
-    out = forward(*primals)
-
-    def vjp_fn(cotangent: Any) -> tuple:
-        return joint(*primals, cotangent)
-
-    if has_aux:
-        value, aux = out
-        return value, vjp_fn, aux
-    return out, vjp_fn
-
-
-def jvp(fn: Any, primals: Sequence[Any], tangents: Sequence[Any], backend: str | None,
-        options: dict[str, Any]) -> tuple:
-    """``(out, tangent_out)`` as ``jax.jvp``: one compiled graph computes both."""
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise DifferentiationError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    key = (backend, _key(options))
-    joint = cached(_VJP, fn, ("jvp",) + key, lambda: GradFunction(fn, GradSpec("jvp"), backend=backend,
-                                                                  options=options))
-    return joint(*primals, *tangents)

@@ -221,3 +221,47 @@ def test_calling_a_grad_function_inside_a_compiled_function_is_correct() -> None
     h = jitgraph.grad(lambda x: (x ** 3).sum())
     outer = jitgraph.compile(lambda x: h(x) * 2.0)
     np.testing.assert_allclose(outer(np.arange(3.0)), 6 * np.arange(3.0) ** 2)
+
+
+def test_vjp_splits_forward_and_backward_at_the_min_cut() -> None:
+    """The forward returns the cut's saved values; vjp_fn's graph recomputes the cheap rest from them."""
+    from jitgraph.jit import vjp as vjp_module
+
+    params = {"W": R.normal(size=(4, 5)), "b": R.normal(size=5), "V": R.normal(size=(5, 3))}
+    x = R.normal(size=(6, 4))
+
+    def f(params, x):
+        h = np.maximum(x @ params["W"] + params["b"], 0.0)
+        return np.exp(h @ params["V"]).sum(axis=1)
+
+    out, vjp_fn = jitgraph.vjp(f, params, x)
+    np.testing.assert_allclose(out, f(params, x))
+    ct = R.normal(size=6)
+    g_params, g_x = vjp_fn(ct)
+    ref = jitgraph.grad(lambda p, x: (f(p, x) * ct).sum(), argnums=(0, 1), backend="eager")(params, x)
+    for k in params:
+        np.testing.assert_allclose(g_params[k], ref[0][k], rtol=1e-10)
+    np.testing.assert_allclose(g_x, ref[1], rtol=1e-10)
+    forward, backward = vjp_module._VJP[f][("split", False, None, ())]
+    assert forward.cache_info().misses == 1
+    (bgraph,) = backward.graphs()
+    assert [n for n in bgraph.inputs if n.attrs and "residual" in bgraph.input_names[n.attrs["index"]]]
+    assert {"maximum", "exp"} <= {n.op for n in backward.joints[-1].cut.recomputed}
+    vjp_fn(ct)
+    assert backward.cache_info().hits == 1
+
+
+def test_vjp_of_a_loop_takes_the_joint_path() -> None:
+    def f(w, xs):
+        h = xs[0] * 0.0
+        for t in range(xs.shape[0]):
+            h = np.tanh(xs[t] * w + h)
+        return h
+
+    w, xs = R.normal(size=3), R.normal(size=(10, 3))
+    out, vjp_fn = jitgraph.vjp(f, w, xs, backend="eager")
+    np.testing.assert_allclose(out, f(w, xs))
+    gw, gxs = vjp_fn(np.ones(3))
+    ref = jitgraph.grad(lambda w, xs: f(w, xs).sum(), argnums=(0, 1), backend="eager")(w, xs)
+    np.testing.assert_allclose(gw, ref[0])
+    np.testing.assert_allclose(gxs, ref[1])
