@@ -29,7 +29,7 @@ def kernel_cache(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathF
 
 
 def test_all_five_examples_are_covered():
-    assert EXAMPLES == ["adam.py", "logistic_regression.py", "mlp_autodiff.py", "mlp_training.py",
+    assert EXAMPLES == ["adam.py", "dask_training.py", "logistic_regression.py", "mlp_autodiff.py", "mlp_training.py",
                         "physics_stencil.py", "transformer_block.py"]
 
 
