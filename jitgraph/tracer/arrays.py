@@ -306,11 +306,13 @@ def parse_index(tx: TraceContext, index: Any) -> tuple[tuple[Any, ...], list[Any
             spec.append(slice(*parts))
         elif e is None or e is Ellipsis:
             spec.append(e)
-        elif isinstance(e, TArray | list | np.ndarray):
-            node = tx.node(e)
+        elif isinstance(e, TArray | list | tuple | range | np.ndarray):
+            node = tx.node(np.arange(e.start, e.stop, e.step) if isinstance(e, range) else e)  # NumPy takes ranges
             kind = node.tensor_type.dtype.kind
             if kind == "b":
-                tx.graph_break("boolean mask index (the result's shape depends on array data)")
+                tx.graph_break("boolean mask index: reading x[mask] (or storing an array of the selected elements) "
+                               "has a size that depends on the data; x[mask] = scalar and np.where(mask, a, x) "
+                               "compile")
             if kind not in "iu":
                 err = IndexError("arrays used as indices must be of integer (or boolean) type")
                 tx.graph_break(str(err), err)
@@ -393,21 +395,27 @@ def array_setitem(tx: TraceContext, array: TArray, index: Any, value: Any) -> No
 
 
 def _mask_assignment(tx: TraceContext, array: TArray, index: Any, value: Any) -> bool:
-    """``x[mask] = scalar`` with a full-shape boolean mask has a static shape: it is ``where(mask, scalar, x)``.
+    """``x[mask] = scalar`` with a boolean mask over ``x``'s leading axes has a static shape: it is
+    ``where(mask, scalar, x)`` (a value of the trailing shape, one row for every selected row, too).
 
     (Reading ``x[mask]`` stays a break: its shape depends on the data.)"""
     mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
     if not isinstance(mask, TArray):
         return False
     mask_type, target = tx.type_of(mask), tx.type_of(array)
-    if mask_type.dtype.kind != "b" or mask_type.shape != target.shape:
+    k = mask_type.ndim
+    if mask_type.dtype.kind != "b" or mask_type.shape != target.shape[:k]:
         return False
     if isinstance(value, TArray):
-        if tx.type_of(value).shape != ():
+        vshape = tx.type_of(value).shape  # one value, or one row broadcast to every selected row (x[m] = row)
+        if vshape != () and (len(vshape) > target.ndim - k or vshape != target.shape[target.ndim - len(vshape):]):
             return False
     elif not isinstance(value, int | float | bool | np.generic):
         return False
-    new = tx.op("where", tx.read(mask), tx.node(value), tx.read(array))
+    cond = tx.read(mask)
+    if k < target.ndim:
+        cond = tx.op("reshape", cond, shape=mask_type.shape + (1,) * (target.ndim - k))
+    new = tx.op("where", cond, tx.node(value), tx.read(array))
     if new.tensor_type.dtype != target.dtype:
         new = tx.op("astype", new, dtype=target.dtype)
     tx.write(array, new)

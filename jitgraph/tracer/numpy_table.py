@@ -1,18 +1,22 @@
 """The one table from NumPy callables (functions, ufuncs, scalar types, array methods) to IR ops.
 
-A callable missing from the table is a graph break naming it. The entries live in three modules by family, each
+A callable missing from the table is a graph break naming it. The entries live in five modules by family, each
 with its own :class:`~jitgraph.tracer.numpy_base.LoweringTable`: ``numpy_math`` (ufuncs, reductions, products,
-ufunc methods), ``numpy_shapes`` (squeeze/expand_dims/swapaxes/ravel/``.T`` onto reshape/transpose, concatenation)
-and ``numpy_creation`` (zeros/ones/full, the ``*_like`` creators, arange, eye, array/asarray/copy, astype, scalar
-types). Merging them here, not registering into shared dicts at import, makes this module the whole table.
+ufunc methods), ``numpy_shapes`` (squeeze/expand_dims/swapaxes/ravel/``.T`` onto reshape/transpose, concatenation),
+``numpy_creation`` (zeros/ones/full, the ``*_like`` creators, arange, eye, array/asarray/copy, astype, scalar
+types), ``numpy_linalg`` (norms, vdot, inner; named breaks for decompositions) and ``numpy_arrays`` (pad, flip,
+repeat, tile, linspace, column_stack, atleast_*d, round, array_equal, ufunc.outer, sort/argsort; named breaks for
+data-dependent sizes). Merging them here, not registering into shared dicts at import, makes this module the whole
+table.
 """
 
 from __future__ import annotations
 
-from jitgraph.tracer import numpy_creation, numpy_math, numpy_shapes
+from jitgraph.tracer import numpy_arrays, numpy_creation, numpy_linalg, numpy_math, numpy_shapes
 from jitgraph.tracer.numpy_base import merge
 
-NUMPY, ARRAY_METHODS, UFUNC_METHODS = merge([numpy_math.TABLE, numpy_shapes.TABLE, numpy_creation.TABLE])
+NUMPY, ARRAY_METHODS, UFUNC_METHODS = merge([numpy_math.TABLE, numpy_shapes.TABLE, numpy_creation.TABLE,
+                                              numpy_linalg.TABLE, numpy_arrays.TABLE])
 """NumPy callables -> lowerings; ndarray method names -> lowerings; ufunc method names (``at``, ``reduce``)."""
 
 __all__ = ["ARRAY_METHODS", "NUMPY", "UFUNC_METHODS"]

@@ -163,6 +163,18 @@ def arg_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
             yield Case((x,), lambda v, a=dict(attrs): fn(v, **a), attrs)
 
 
+@cases_for("sort", "argsort")
+def sort_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    fn = getattr(np, name)
+    for i, dtype in enumerate(DTYPES):
+        if np.dtype(dtype).kind == "c":
+            continue
+        x = sample((2, 3, 4), dtype, rng, LAYOUTS[i % 3])
+        for axis, kind in ((None, "quicksort"), (0, "stable"), (-1, "quicksort"), (1, "mergesort")):
+            attrs = {"axis": axis, "kind": kind}
+            yield Case((x,), lambda v, a=dict(attrs): fn(v, **a), attrs)
+
+
 # ------------------------------------------------------------------------------------------------ shape ops
 
 
@@ -465,7 +477,7 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.REDUCTION: {"sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"},
         OpKind.SHAPE: {"reshape", "transpose", "broadcast_to", "concatenate", "stack"},
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
-        OpKind.INDEXING: {"getitem", "setitem", "scatter_add"},
+        OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
         OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]
