@@ -33,13 +33,16 @@ from jitgraph.ir.types import TensorType
 
 @dataclass(frozen=True)
 class History:
-    """How an augmented forward loop records its iterations: ``carried`` original carried values (the next
-    ``carried`` elements of the loop's result are their histories), bounds ``start``/``step`` and ``trips``."""
+    """How a loop's backward finds each iteration's carried values: an augmented forward loop records them
+    (``recorded``: the ``carried`` elements after the original ones are their histories); a backward loop is
+    linear in what it carries (cotangents and accumulators), so differentiating it again (``jvp``) may recompute
+    its body from zeros instead (``recorded=False``). Bounds ``start``/``step``, ``trips`` iterations."""
 
     carried: int
     start: int
     step: int
     trips: int
+    recorded: bool = True
 
 
 HISTORIES: weakref.WeakKeyDictionary[Node, History] = weakref.WeakKeyDictionary()
@@ -111,17 +114,15 @@ def _strong(t: TensorType) -> TensorType:
 def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     history = HISTORIES.get(node)
     if history is None:
-        # only the loops of the traced function record their history; the backward loop that jvp differentiates
-        # once more does not
-        raise DifferentiationError("forward mode (jvp) through a loop region is not supported yet (reverse mode "
-                                   "is: use grad or vjp)", **_where(node))
+        raise DifferentiationError("internal: a loop reached the backward without its history", **_where(node))
     k, trips = history.carried, history.trips
+    h = k if history.recorded else 0  # history slots in the loop's carried values
     (body,) = node.regions
     carried_init = node.inputs[3:3 + k]
-    invariants = node.inputs[3 + 2 * k:]
+    invariants = node.inputs[3 + k + h:]
     diff_c = [j for j in range(k) if is_float(carried_init[j])]
-    diff_inv = [m for m, inv in enumerate(invariants) if wants[3 + 2 * k + m] and is_float(inv)]
-    hists = [e.op("tuple_get", node, index=k + j) for j in range(k)]
+    diff_inv = [m for m, inv in enumerate(invariants) if wants[3 + k + h + m] and is_float(inv)]
+    hists = [e.op("tuple_get", node, index=k + j) for j in range(h)]
 
     bb = GraphBuilder()
     bb.loc = node.loc
@@ -135,10 +136,12 @@ def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     mapping: dict[Node, Node] = {body.inputs[0]: i}
     # the augmented body: (i, *carried, *hist, *inv) -> (*carried', *hist'); recompute the original part
     for j in range(k):
-        mapping[body.inputs[1 + j]] = bb.op("getitem", hist_in[j], row, spec=(Operand(0),))
+        t = carried_init[j].tensor_type
+        mapping[body.inputs[1 + j]] = (bb.op("getitem", hist_in[j], row, spec=(Operand(0),)) if h
+                                       else bb.op("zeros", shape=t.shape, dtype=t.dtype))
     for m in range(len(invariants)):
-        mapping[body.inputs[1 + 2 * k + m]] = inv_in[m]
-    for j in range(k):
+        mapping[body.inputs[1 + k + h + m]] = inv_in[m]
+    for j in range(h):
         mapping[body.inputs[1 + k + j]] = hist_in[j]
     copied = _copy_body(bb, body, mapping)
     wrt = [mapping[body.inputs[1 + j]] for j in diff_c] + [inv_in[m] for m in diff_inv]
@@ -157,11 +160,12 @@ def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     accs = [e.zeros(invariants[m].tensor_type.shape, _strong(invariants[m].tensor_type).dtype) for m in diff_inv]
     loop = e.op("loop", e.const(0), e.const(trips), e.const(1), *inits, *accs, *hists, *invariants,
                 regions=(back_body,), carried=len(inits) + len(accs))
+    HISTORIES[loop] = History(len(inits) + len(accs), 0, 1, trips, recorded=False)
     result: list = [None] * len(node.inputs)
     for n, j in enumerate(diff_c):
         result[3 + j] = e.op("tuple_get", loop, index=n)
     for n, m in enumerate(diff_inv):
-        result[3 + 2 * k + m] = e.op("tuple_get", loop, index=len(diff_c) + n)
+        result[3 + k + h + m] = e.op("tuple_get", loop, index=len(diff_c) + n)
     return result
 
 

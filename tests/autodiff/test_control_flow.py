@@ -106,3 +106,23 @@ def test_float_of_an_element_inside_a_loop() -> None:
         return acc * acc
 
     check_grad(f, R.uniform(0, 1, 8), R.uniform(0, 1, 2))
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_jvp_through_a_loop_region(backend: str) -> None:
+    """Forward mode through the RNN: the backward loop, differentiated once more, runs forward in time."""
+
+    def rnn(W, U, xs, h0):
+        h = h0
+        for t in range(xs.shape[0]):
+            h = np.tanh(xs[t] @ W + h @ U)
+        return h
+
+    primals = (R.normal(size=(3, 4)), R.normal(size=(4, 4)) * 0.5, R.normal(size=(15, 2, 3)), R.normal(size=(2, 4)))
+    tangents = tuple(R.normal(size=p.shape) for p in primals)
+    out, tangent = jitgraph.jvp(rnn, primals, tangents, backend=backend)
+    eps = 1e-6
+    plus = rnn(*(p + eps * t for p, t in zip(primals, tangents)))
+    minus = rnn(*(p - eps * t for p, t in zip(primals, tangents)))
+    np.testing.assert_allclose(out, rnn(*primals))
+    np.testing.assert_allclose(tangent, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
