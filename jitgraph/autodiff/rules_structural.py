@@ -132,17 +132,23 @@ def _einsum_grads(e: Emitter, terms: list[str], out: str, inputs: tuple[Node, ..
         if not wants[k]:
             results.append(None)
             continue
-        if len(set(term)) != len(term):
-            raise NotImplementedError(f"einsum with a repeated index in one operand ({term!r})")
         others = [t for i, t in enumerate(terms) if i != k]
         seen = set(out).union(*others) if others else set(out)
-        kept = "".join(c for c in term if c in seen)
+        unique = "".join(dict.fromkeys(term))  # a repeated letter (a diagonal, "ii->") once, where it first occurs
+        kept = "".join(c for c in unique if c in seen)
         operands = [g] + [x for i, x in enumerate(inputs) if i != k]
         grad = e.op("einsum", *operands, subscripts=",".join([out, *others]) + "->" + kept)
-        if kept != term:
-            sizes = dict(zip(term, shape_of(inputs[k])))
-            grad = e.reshape(grad, tuple(sizes[c] if c in kept else 1 for c in term))
+        sizes = dict(zip(term, shape_of(inputs[k])))
+        first = [term.index(c) == j for j, c in enumerate(term)]
+        if kept != term:  # one axis per position: size 1 at repeats and at letters summed away, then broadcast
+            grad = e.reshape(grad, tuple(sizes[c] if c in kept and f else 1 for c, f in zip(term, first)))
             grad = e.op("broadcast_to", grad, shape=shape_of(inputs[k]))
+        for j, c in enumerate(term):  # a repeat reads the diagonal: the gradient lives on it, zero elsewhere
+            if not first[j]:
+                p, n = term.index(c), sizes[c]
+                mask = np.eye(n, dtype=dtype_of(grad)).reshape(
+                    tuple(n if q in (p, j) else 1 for q in range(len(term))))
+                grad = e.mul(grad, e.const(mask))
         results.append(grad)
     return results
 

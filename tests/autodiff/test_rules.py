@@ -120,6 +120,8 @@ def test_dot_outer_einsum() -> None:
     check_grad(lambda a, b: np.einsum("bij,bjk->bki", a, b), u(2, 3, 4), u(2, 4, 2))
     check_grad(lambda a, b: np.einsum("ij,j->i", a, b), u(3, 4), u(4))
     check_grad(lambda a: np.einsum("ij->j", a), u(3, 4))
+    check_grad(lambda a: np.einsum("ii->", a) * np.einsum("ii->i", a), u(3, 3))  # trace and diagonal
+    check_grad(lambda a, b: np.einsum("iij,j->i", a, b), u(3, 3, 2), u(2))
 
 
 def test_shapes() -> None:
