@@ -281,3 +281,23 @@ def call_container_method(tx: TraceContext, obj: Any, name: str, args: list[Any]
     except Exception as exc:  # noqa: BLE001
         tx.graph_break(f"Python raises {type(exc).__name__}: {exc}", exc)
 
+
+
+# ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+NOTES: dict[Any, str] = {
+    len: "a 0-d array or scalar (Python's TypeError)",
+    range: "non-integer bounds",
+    sorted: "key=; comparing array data",
+    min: "key= over traced values; a Python number competing with a NumPy scalar gives the NumPy scalar's type",
+    max: "key= over traced values; a Python number competing with a NumPy scalar gives the NumPy scalar's type",
+    float: "arrays of more than one element; complex values",
+    int: "arrays of more than one element; floats beyond the int64 range raise OverflowError (Python: a big int)",
+    round: "ndigits computed from array data",
+    pow: "the three-argument form on traced values",
+    bool: "traced values (the truth of array data: use it in an if, which becomes a cond)",
+    complex: "traced values", str: "traced values", repr: "traced values",
+    divmod: "traced values", all: "traced values", any: "traced values", hash: "traced values",
+    math.fsum: "traced values", math.isnan: "traced values", math.isinf: "traced values",
+    math.isfinite: "traced values",
+}
+_print.breaks = "print() is a side effect"  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import numpy as np
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.tracer.context import TraceContext
-from jitgraph.tracer.numpy_base import LoweringTable, as_array, axes_arg
+from jitgraph.tracer.numpy_base import LoweringTable, always_breaks, as_array, axes_arg
 from jitgraph.tracer.numpy_shapes import _reshape_to
 from jitgraph.tracer.scalar_builtins import round_decimals
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
@@ -364,13 +364,21 @@ def _m_sort(tx: TraceContext, a: TArray, axis: Any = -1, kind: Any = None, order
 
 
 # ---- data-dependent sizes: named breaks ----------------------------------------------------------------------------
-def _data_sized(name: str) -> Any:
-    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
-        tx.graph_break(f"np.{name}: the size of its result depends on the array data (not one graph)")
-
-    return lowering
-
-
 for _name in ("unique", "nonzero", "flatnonzero", "argwhere", "extract", "compress", "trim_zeros", "histogram",
               "bincount", "histogram2d", "histogramdd", "setdiff1d", "union1d", "intersect1d"):
-    TABLE.functions[getattr(np, _name)] = _data_sized(_name)
+    TABLE.functions[getattr(np, _name)] = always_breaks(
+        f"np.{_name}: the size of its result depends on the array data (not one graph)")
+
+
+# ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+TABLE.note("modes linear_ramp, maximum, mean, median, minimum and padding functions; reflect_type='odd'; reflect, "
+           "symmetric and wrap widths larger than the axis; pad widths or constant values from array data", np.pad)
+TABLE.note("counts computed from array data", np.repeat, ".repeat")
+TABLE.note("reps computed from array data", np.tile)
+TABLE.note("a count from array data; retstep= or dtype= with bounds from array data; array bounds", np.linspace)
+TABLE.note("complex input; out=; negative decimals on integers", np.round, np.around, ".round")
+TABLE.note("returns a NumPy bool where NumPy returns a Python bool (same truth and value)", np.array_equal)
+TABLE.note("keyword arguments; ufuncs with one input", "ufunc.outer")
+TABLE.note("order= (structured arrays); runs through NumPy (never inside a kernel or loop body)", np.sort, np.argsort,
+           ".sort", ".argsort")
+TABLE.note("axis=None; order= (structured arrays); runs through NumPy", ".sort")

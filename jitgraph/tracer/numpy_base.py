@@ -29,14 +29,43 @@ class LoweringTable:
         self.functions: dict[Any, Lowering] = {}
         self.methods: dict[str, Lowering] = {}
         self.ufunc_methods: dict[str, Lowering] = {}
+        self.notes: dict[Any, str] = {}
+        """What an entry does not support (keys: the callable, ``".name"`` for a method, ``"ufunc.name"`` for a
+        ufunc method): the published list of supported functions (docs/supported.md) is generated from it."""
 
-    def numpy(self, *fns: Any) -> Callable[[Lowering], Lowering]:
-        """Decorator: the lowering of the NumPy callables ``fns``."""
+    def numpy(self, *fns: Any, unsupported: str = "") -> Callable[[Lowering], Lowering]:
+        """Decorator: the lowering of the NumPy callables ``fns``; ``unsupported`` says what it does not support."""
+        self.note(unsupported, *fns)
         return _registrar(self.functions, fns)
 
-    def method(self, *names: str) -> Callable[[Lowering], Lowering]:
+    def method(self, *names: str, unsupported: str = "") -> Callable[[Lowering], Lowering]:
         """Decorator: the lowering of the ndarray methods ``names`` (called with the array first)."""
+        self.note(unsupported, *(f".{n}" for n in names))
         return _registrar(self.methods, names)
+
+    def note(self, unsupported: str, *keys: Any) -> None:
+        """Record what the entries ``keys`` do not support."""
+        for key in keys:
+            if unsupported:
+                self.notes[key] = unsupported
+
+
+def always_breaks(reason: str) -> Lowering:
+    """A lowering for a callable that is listed but never compiled: the break says why (docs list it as such)."""
+
+    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
+        tx.graph_break(reason)
+
+    lowering.breaks = reason  # type: ignore[attr-defined]
+    return lowering
+
+
+def merge_notes(tables: list[LoweringTable]) -> dict[Any, str]:
+    """The ``notes`` of several tables in one dict."""
+    out: dict[Any, str] = {}
+    for table in tables:
+        out.update(table.notes)
+    return out
 
 
 def _registrar(table: dict[Any, Lowering], keys: tuple[Any, ...]) -> Callable[[Lowering], Lowering]:

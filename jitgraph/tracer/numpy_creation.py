@@ -301,3 +301,15 @@ for _t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.i
     TABLE.functions[_t] = _scalar_type(_t)
 
 
+
+
+# ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+TABLE.note("order other than 'C'/'F'; like=; a shape computed from array data", np.zeros, np.ones, np.empty, np.eye,
+           np.identity)
+TABLE.note("a non-scalar fill value; order other than 'C'/'F'; like=", np.full)
+TABLE.note("order='A'/'K' of an array whose memory order the tracer does not know; a shape from array data",
+           np.zeros_like, np.ones_like, np.empty_like, np.full_like)
+TABLE.note("bounds computed from array data", np.arange)
+TABLE.note("traced arguments (they answer questions about dtypes and shapes at trace time)",
+           np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo)
+_needs_data.breaks = "needs the array's data at trace time"  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ import numpy as np
 
 from jitgraph.ir.graph import Node
 from jitgraph.tracer.context import TraceContext
-from jitgraph.tracer.numpy_base import LoweringTable, axes_arg
+from jitgraph.tracer.numpy_base import LoweringTable, always_breaks, axes_arg
 from jitgraph.tracer.values import TArray
 
 TABLE = LoweringTable("numpy_linalg")
@@ -141,14 +141,10 @@ def _inner(tx: TraceContext, a: Any, b: Any) -> Any:
     return tx.result(tx.op("einsum", x, y, subscripts=f"{sa},{sb}->{sa[:-1]}{sb[:-1]}"))
 
 
-def _no_op(name: str) -> Any:
-    def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
-        tx.graph_break(f"np.linalg.{name} has no IR op (a decomposition or solver runs through LAPACK): the call "
-                       "runs eagerly")
-
-    return lowering
-
-
 for _name in ("solve", "inv", "cholesky", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "det", "slogdet",
               "lstsq", "pinv", "matrix_rank", "matrix_power"):
-    TABLE.functions[getattr(np.linalg, _name)] = _no_op(_name)
+    TABLE.functions[getattr(np.linalg, _name)] = always_breaks(
+        f"np.linalg.{_name} has no IR op (a decomposition or solver runs through LAPACK): the call runs eagerly")
+
+TABLE.note("matrix ord=2, -2 and 'nuc' (a singular value decomposition); complex input", np.linalg.norm)
+TABLE.note("complex input (the conjugate)", np.vdot)

@@ -196,3 +196,18 @@ def _ufunc_reduce(tx: TraceContext, ufunc: np.ufunc, a: Any, axis: Any = 0, dtyp
 
 TABLE.ufunc_methods["at"] = _ufunc_at
 TABLE.ufunc_methods["reduce"] = _ufunc_reduce
+
+
+# ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+TABLE.note("where=, casting=, order=, subok=, signature= and dtype= keywords; out= other than an array",
+           *(getattr(np, n) for n in (*UNARY_UFUNCS, *BINARY_UFUNCS)))
+TABLE.note("the one-argument form (indices of True elements: a data-dependent size)", np.where)
+TABLE.note("out=", np.clip, ".clip", np.argmax, np.argmin, ".argmax", ".argmin", np.dot, ".dot", np.outer,
+           np.matmul)
+TABLE.note("out=, where=, initial=", np.sum, np.mean, np.prod, np.var, np.std, ".sum", ".mean", ".prod", ".var",
+           ".std")
+TABLE.note("out=, where=, initial=, dtype=", np.max, np.amax, np.min, np.amin, np.any, np.all, ".max", ".min", ".any",
+           ".all")
+TABLE.note("the interleaved (operand, sublist) form, ellipsis subscripts, out=", np.einsum)
+TABLE.note("ufuncs other than np.add; a value needing an unsafe cast", "ufunc.at")
+TABLE.note("ufuncs other than add, multiply, maximum, minimum, logical_and, logical_or; dtype=, out=", "ufunc.reduce")

@@ -289,3 +289,12 @@ def _hstack(tx: TraceContext, tup: Any, **kwargs: Any) -> Any:
     return tx.fresh(tx.op("concatenate", *nodes, axis=0 if nodes[0].tensor_type.ndim == 1 else 1))
 
 
+
+
+# ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+TABLE.note("order other than 'C'; an array whose strides the tracer does not know when NumPy may copy",
+           np.reshape, ".reshape")
+TABLE.note("an array whose strides or memory order the tracer does not know (a branch result) when NumPy may copy",
+           np.ravel, ".ravel", ".flatten")
+TABLE.note("out=; one array (iterating its rows) instead of a sequence", np.concatenate, np.stack, np.vstack,
+           np.hstack)

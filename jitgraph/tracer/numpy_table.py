@@ -13,10 +13,13 @@ table.
 from __future__ import annotations
 
 from jitgraph.tracer import numpy_arrays, numpy_creation, numpy_linalg, numpy_math, numpy_shapes
-from jitgraph.tracer.numpy_base import merge
+from jitgraph.tracer.numpy_base import merge, merge_notes
 
-NUMPY, ARRAY_METHODS, UFUNC_METHODS = merge([numpy_math.TABLE, numpy_shapes.TABLE, numpy_creation.TABLE,
-                                              numpy_linalg.TABLE, numpy_arrays.TABLE])
+_TABLES = [numpy_math.TABLE, numpy_shapes.TABLE, numpy_creation.TABLE, numpy_linalg.TABLE, numpy_arrays.TABLE]
+NUMPY, ARRAY_METHODS, UFUNC_METHODS = merge(_TABLES)
 """NumPy callables -> lowerings; ndarray method names -> lowerings; ufunc method names (``at``, ``reduce``)."""
 
-__all__ = ["ARRAY_METHODS", "NUMPY", "UFUNC_METHODS"]
+NOTES = merge_notes(_TABLES)
+"""What each entry does not support (see ``LoweringTable.notes``), for docs/supported.md."""
+
+__all__ = ["ARRAY_METHODS", "NOTES", "NUMPY", "UFUNC_METHODS"]
