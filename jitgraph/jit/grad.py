@@ -14,6 +14,7 @@ specialised (a grad function does not retrace them as runtime values).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import weakref
@@ -67,7 +68,8 @@ class GradFunction(CompiledFunction):
             raise ValueError(f"kind must be one of {KINDS}, not {spec.kind!r}")
         self.user_fn = fn
         self.spec = spec
-        self.joints: list[JointGraph] = []
+        # the joint graphs of the latest traces (explain, saved_values); bounded, since an eager entry retraces
+        self.joints: collections.deque[JointGraph] = collections.deque(maxlen=8)
         super().__init__(_EagerGradient(self), backend=backend, fullgraph=fullgraph, cache_limit=cache_limit,
                          options=options)
         functools.update_wrapper(self, fn, updated=())
@@ -165,7 +167,8 @@ class GradFunction(CompiledFunction):
 
     # ---- the fallback: the joint graph, interpreted ----------------------------------------------------------
     def run_interpreted(self, *args: Any, **kwargs: Any) -> Any:
-        """Compute this call's result with the reference interpreter (what an eager cache entry runs)."""
+        """Compute this call's result with the reference interpreter (what an eager cache entry runs). It traces
+        and differentiates again on every call: fallbacks are for correctness, not speed."""
         traced = self._trace(args, kwargs)
         graph = traced.result.graph
         leaves: list[Any] = []
