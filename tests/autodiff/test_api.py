@@ -265,3 +265,21 @@ def test_vjp_of_a_loop_takes_the_joint_path() -> None:
     ref = jitgraph.grad(lambda w, xs: f(w, xs).sum(), argnums=(0, 1), backend="eager")(w, xs)
     np.testing.assert_allclose(gw, ref[0])
     np.testing.assert_allclose(gxs, ref[1])
+
+
+def test_keyword_arguments_pass_through_and_vjp_has_aux() -> None:
+    def f(x, scale=1.0, *, power=2):
+        return (scale * x ** power).sum()
+
+    x = np.arange(3.0)
+    np.testing.assert_allclose(jitgraph.grad(f)(x, scale=2.0, power=3), 6.0 * x ** 2)
+
+    def g(x):
+        y = np.sin(x)
+        return y * 2.0, y.sum()
+
+    out, vjp_fn, aux = jitgraph.vjp(g, x, has_aux=True)
+    assert aux == pytest.approx(np.sin(x).sum())
+    (gx,) = vjp_fn(np.ones(3))
+    np.testing.assert_allclose(gx, 2 * np.cos(x))
+    np.testing.assert_allclose(out, 2 * np.sin(x))
