@@ -2,7 +2,8 @@
 
 Importing the package loads only the public entry points and the bottom layer (errors, config, logs): the tracer,
 passes, backends and driver load on the first compile, so that ``import jitgraph.ir`` (which runs this file first)
-stays the IR alone. :class:`ExplainResult` is found by name on first use, the same way.
+stays the IR alone. :class:`ExplainResult` and :class:`DifferentiationError` are found by name on first use, the
+same way.
 """
 
 import importlib
@@ -15,10 +16,10 @@ from jitgraph.explain import explain
 from jitgraph.logs import configure_from_env as _configure_logs
 
 __version__ = "0.1.0"
-__all__ = ["ExplainResult", "GraphBreakError", "JitgraphError", "UnsupportedError", "__version__", "compile",
-           "explain", "grad", "jvp", "value_and_grad", "vjp"]
+__all__ = ["DifferentiationError", "ExplainResult", "GraphBreakError", "JitgraphError", "UnsupportedError",
+           "__version__", "compile", "explain", "grad", "jvp", "value_and_grad", "vjp"]
 
-LAZY = {"ExplainResult": "jitgraph.inspect.result"}
+LAZY = {"ExplainResult": "jitgraph.inspect.result", "DifferentiationError": "jitgraph.autodiff.errors"}
 
 
 def __getattr__(name: str) -> Any:

@@ -9,7 +9,7 @@ import pytest
 from gradcheck import numeric_grad
 
 import jitgraph
-from jitgraph.autodiff import DifferentiationError
+from jitgraph import DifferentiationError
 
 R = np.random.default_rng(1)
 
