@@ -55,16 +55,16 @@ def add_gradients(a: tuple[Any, dict[str, np.ndarray]], b: tuple[Any, dict[str, 
     return a[0] + b[0], {k: a[1][k] + b[1][k] for k in a[1]}
 
 
-def worker_step(params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, lo: int, hi: int,
-                n_total: int) -> tuple[Any, dict[str, np.ndarray]]:
+def worker_step(params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, lo: int, hi: int, n_total: int,
+                gradient: Any = shard_gradient) -> tuple[Any, dict[str, np.ndarray]]:
     """On a worker: the gradient of rows ``lo:hi`` of the shard it holds."""
-    return shard_gradient(params, x[lo:hi], y[lo:hi], n_total)
+    return gradient(params, x[lo:hi], y[lo:hi], n_total)
 
 
-def tree_sum(client: Any, parts: list[Any]) -> Any:
+def tree_sum(client: Any, parts: list[Any], add: Any = add_gradients) -> Any:
     """Sum futures pairwise, level by level (log2(workers) levels; each addition runs where its inputs are)."""
     while len(parts) > 1:
-        parts = [client.submit(add_gradients, parts[i], parts[i + 1], pure=False) if i + 1 < len(parts)
+        parts = [client.submit(add, parts[i], parts[i + 1], pure=False) if i + 1 < len(parts)
                  else parts[i] for i in range(0, len(parts), 2)]
     return parts[0]
 
@@ -76,14 +76,18 @@ def shard(x: np.ndarray, y: np.ndarray, workers: int) -> list[tuple[np.ndarray, 
 
 
 def train_distributed(client: Any, params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, *, epochs: int,
-                      batch: int, lr: float) -> tuple[dict[str, np.ndarray], list[float], float]:
+                      batch: int, lr: float, compiled: bool = True
+                      ) -> tuple[dict[str, np.ndarray], list[float], float]:
     """Data-parallel SGD: shards scattered once to their workers, one gradient task per worker and step, a tree
     sum, one update on the client, the parameters broadcast. Returns the parameters, the loss of each step and
-    the seconds per step after the first (which compiles on each worker)."""
+    the seconds per step after the first (which compiles on each worker). ``compiled=False`` runs the same
+    steps with eager NumPy (the uncompiled functions), for comparison."""
+    gradient = shard_gradient if compiled else shard_gradient.fn
+    add = add_gradients if compiled else add_gradients.fn
     addresses = sorted(client.scheduler_info()["workers"])
     workers = len(addresses)
     local = batch // workers
-    shards = [(client.scatter(sx, workers=[a]), client.scatter(sy, workers=[a]))
+    shards = [(client.scatter(sx, workers=[a], hash=False), client.scatter(sy, workers=[a], hash=False))
               for (sx, sy), a in zip(shard(x, y, workers), addresses)]
     params = {k: v.copy() for k, v in params.items()}
     losses, start = [], 0.0
@@ -92,10 +96,10 @@ def train_distributed(client: Any, params: dict[str, np.ndarray], x: np.ndarray,
         if step == 1:
             start = time.perf_counter()
         lo = (step % steps_per_epoch) * local
-        [shared] = client.scatter([params], broadcast=True)
-        parts = [client.submit(worker_step, shared, sx, sy, lo, lo + local, batch, workers=[a], pure=False)
+        [shared] = client.scatter([params], broadcast=True, hash=False)
+        parts = [client.submit(worker_step, shared, sx, sy, lo, lo + local, batch, gradient, workers=[a], pure=False)
                  for (sx, sy), a in zip(shards, addresses)]
-        loss, grads = tree_sum(client, parts).result()
+        loss, grads = tree_sum(client, parts, add).result()
         for k in params:
             params[k] -= lr * grads[k]
         losses.append(float(loss))
