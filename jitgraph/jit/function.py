@@ -40,6 +40,7 @@ from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_
 from jitgraph.jit.stages import Compiled, Traced, strict, trace_stage
 from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
+from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.keys import alias_pattern, describe, diff, make_key
 from jitgraph.tracer.trace import TraceResult, parameter_names, trace
 
@@ -395,6 +396,16 @@ class CompiledFunction:
             if self.fullgraph:
                 raise_fullgraph(self._fn, brk, traced.args, traced.kwargs)
             return entry
+        if traced.split is not None:
+            log_breaks.info("jitgraph: %s split around eager calls: %s", self.name,
+                            "; ".join(str(r) for r in traced.split_reasons))
+            if self.fullgraph:
+                cut = traced.split.cuts[0]
+                raise_fullgraph(self._fn, GraphBreak(cut.reason, cut.filename, cut.lineno), traced.args,
+                                traced.kwargs)
+            if traced.device:
+                cut = traced.split.cuts[0]
+                refuse_break_on_device(self.name, traced.leaves, GraphBreak(cut.reason, cut.filename, cut.lineno))
         self._lower(entry, traced)
         log_perf.debug("jitgraph: compiled %s in %s", self.name,
                        ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in entry.times.items()))

@@ -28,6 +28,7 @@ from jitgraph.ir.graph import Graph
 from jitgraph.jit.backend_choice import check_device_backend, resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.device_outputs import device_outputs
+from jitgraph.jit.split_run import LoweredSegments, SplitArtifact, lower_segments
 from jitgraph.passes import PassReport, run_pipeline
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
@@ -35,6 +36,7 @@ from jitgraph.tracer.guards import GuardSet
 from jitgraph.tracer.keys import alias_pattern, describe, diff, guard_texts, make_key
 from jitgraph.tracer.outputs import build_output
 from jitgraph.tracer.side_effects import replayer
+from jitgraph.tracer.split import SplitPlan
 from jitgraph.tracer.trace import TraceResult, parameter_names, trace
 
 log = logging.getLogger("jitgraph")
@@ -141,9 +143,24 @@ class Traced:
         graph = self.result.graph
         assert graph is not None
         log_graph.debug("jitgraph: traced graph of %s:\n%s", self.name, graph)
+        plan = self.split
+        if plan is not None:  # a graph per segment, the eager calls between them (split_run.py)
+            segments = lower_segments(plan, self.options)
+            return Lowered(self, segments.graphs[-1], segments.reports[-1], segments.seconds, segments)
         start = time.perf_counter()
         optimised, report = run_pipeline(graph, self.options)
         return Lowered(self, optimised, report, time.perf_counter() - start)
+
+    @property
+    def split(self) -> SplitPlan | None:
+        """The segments and eager calls of a trace cut at print/logging/np.random calls (``tracer/split.py``)."""
+        return None if self.brk is not None else self.result.extra.get("split")
+
+    @property
+    def split_reasons(self) -> list[BreakReason]:
+        """Where and why the function is split (one per eager call between graphs)."""
+        plan = self.split
+        return [] if plan is None else [BreakReason(c.reason, c.filename, c.lineno) for c in plan.cuts]
 
     def __str__(self) -> str:
         lines = [f"Traced {self.name} ({self.seconds * 1e3:.2f} ms)"]
@@ -152,6 +169,12 @@ class Traced:
             lines.append(f"graph break: {reason}")
             if reason.source_line:
                 lines.append(f"    {reason.source_line}")
+        elif self.split is not None:
+            for k, segment in enumerate(self.split.segments):
+                lines.append(f"graph {k + 1} of {len(self.split.segments)}:")
+                lines.extend("  " + line for line in str(segment.graph).splitlines())
+                if k < len(self.split_reasons):
+                    lines.append(f"split: {self.split_reasons[k]}")
         else:
             lines.append("graph:")
             lines.extend("  " + line for line in str(self.graph).splitlines())
@@ -174,6 +197,7 @@ class Lowered:
     graph: Graph
     report: PassReport
     seconds: float
+    segments: LoweredSegments | None = None  # a split function: every segment (``graph`` is the last one)
 
     @property
     def times(self) -> dict[str, float]:
@@ -184,7 +208,11 @@ class Lowered:
         """Hand the graph to the backend; the result runs like the user's function."""
         traced = self.traced
         start = time.perf_counter()
-        artifact = get_backend(traced.backend)(self.graph, traced.options)
+        if self.segments is not None:
+            artifact: CompiledGraph = SplitArtifact(self.segments, traced.backend, traced.options,
+                                                    traced.guards.constants)
+        else:
+            artifact = get_backend(traced.backend)(self.graph, traced.options)
         seconds = time.perf_counter() - start
         device = device_outputs(traced.backend, traced.device)
         build = build_output(traced.out_spec, traced.guards.constants, device)
@@ -194,8 +222,10 @@ class Lowered:
         return Compiled(self, artifact, build, seconds)
 
     def __str__(self) -> str:
-        lines = [f"Lowered {self.traced.name} ({self.seconds * 1e3:.2f} ms in the pass pipeline)", "graph:"]
-        lines.extend("  " + line for line in str(self.graph).splitlines())
+        lines = [f"Lowered {self.traced.name} ({self.seconds * 1e3:.2f} ms in the pass pipeline)"]
+        for k, graph in enumerate(self.segments.graphs if self.segments is not None else [self.graph]):
+            lines.append("graph:" if self.segments is None else f"graph {k + 1} of {len(self.segments.graphs)}:")
+            lines.extend("  " + line for line in str(graph).splitlines())
         lines.append("passes:")
         lines.extend("  " + line for line in str(self.report).splitlines())
         return "\n".join(lines)

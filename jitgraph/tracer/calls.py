@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.tracer import bytecode
+from jitgraph.tracer import bytecode, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
@@ -42,6 +42,10 @@ def register_made_function(tx: TraceContext, fn: types.FunctionType, globals_sou
 
 
 def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if tx.may_split and not isinstance(fn, ArrayMethod | TArray):
+        value = split.eager_call(tx, fn, args, kwargs)  # print, logging, np.random: run between two graphs
+        if value is not split.NOT_CUT:
+            return value
     if isinstance(fn, ArrayMethod):
         return _lowered(tx, ARRAY_METHODS[fn.name], [fn.self_] + args, kwargs)
     if isinstance(fn, BoundMethod):

@@ -68,7 +68,9 @@ class TraceContext:
         # Outside Python ints/floats the trace reads as runtime values (a step counter ``self.t += 1`` that the
         # replay rewrites each call would otherwise fail its value guard on every call): side_effects.py.
         self.dynamic_sources = dynamic_sources
-        self.side_effects = SideEffects()  # stores into objects the trace does not own, replayed after the graph
+        self.side_effects = SideEffects()
+        self.may_split = True  # print/logging/np.random calls cut the graph (split.py) instead of breaking
+        self.cuts: list[Any] = []  # split.Cut, in trace order  # stores into objects the trace does not own, replayed after the graph
         self.buffers: list[Buffer] = []
         self.caller_owned: set[int] = set()
         self.readonly_cells: set[int] = set()

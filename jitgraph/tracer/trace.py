@@ -16,6 +16,7 @@ from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
+from jitgraph.tracer.split import split_graph
 from jitgraph.tracer.values import TArray, Yielded, is_plain
 
 
@@ -89,11 +90,20 @@ def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         effects = tx.side_effects.finish(tx, lambda v: _output_spec(tx, v, outputs)) if tx.side_effects else []
         mutations = [(b.input_index, b.node) for b in tx.buffers
                      if b.input_index is not None and b.node is not tx.builder.inputs[b.input_index]]
-        graph = eliminate_dead(tx.builder.build(outputs, mutations))
+        full = tx.builder.build(outputs, mutations)
+        plan = split_graph(full, tx.builder.nodes, tx.cuts) if tx.cuts else None
+        if isinstance(plan, str):
+            cut = tx.cuts[0]
+            raise GraphBreak(f"{cut.reason}, but {plan}", cut.filename, cut.lineno)
+        graph = eliminate_dead(full)
         brk = None
     except GraphBreak as exc:
-        graph, spec, brk, effects = None, None, exc, []
-    extra: dict[str, Any] = {"leaf_names": list(tx.builder.input_names)}
+        graph, spec, brk, effects, plan = None, None, exc, [], None
+    results = {id(c.result_node) for c in tx.cuts if c.result_node is not None}
+    extra: dict[str, Any] = {"leaf_names": [name for n, name in zip(tx.builder.inputs, tx.builder.input_names)
+                                            if id(n) not in results]}
+    if plan is not None:
+        extra["split"] = plan
     if effects:
         extra["side_effects"] = effects
         if tx.side_effects.candidates - dynamic_sources:

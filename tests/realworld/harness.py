@@ -157,7 +157,10 @@ def run_case(case: corpus.Case, backend: str = "eager", calls: int = 3, quiet: b
     _set_globals(g0)
     _KEEP.clear()
     info = compiled.cache_info()
-    out.graphs = len(compiled.graphs())
+    for entry in compiled.entries:
+        plan = entry.traced.split if entry.mode == "graph" else None
+        out.graphs += 0 if entry.mode != "graph" else (len(plan.segments) if plan is not None else 1)
+        out.splits += len(plan.cuts) if plan is not None else 0
     out.eager_calls = info.fallbacks
     out.breaks = [str(b) for b in compiled.break_reasons()]
     return out

@@ -36,9 +36,38 @@ def test_stores_that_run_user_code_break_with_a_reason(case: corpus.Case) -> Non
 
 
 @pytest.mark.parametrize("case", BY_KIND["split"], ids=lambda c: c.name)
-def test_uncapturable_calls_run_exactly_as_eager(case: corpus.Case) -> None:
+def test_uncapturable_calls_split_the_function(case: corpus.Case) -> None:
+    """A print, logging call or np.random draw in the middle: graphs around one eager call, no fallback."""
     out = run_case(case)
     assert not out.wrong, "\n".join(out.wrong)
+    assert out.eager_calls == 0 and out.splits == 1 and out.graphs == 2, out.breaks
+
+
+def test_explain_shows_two_graphs_and_the_split_reason() -> None:
+    f = jitgraph.compile(corpus.with_print, backend="eager")
+    f(corpus.arr(5, 4), corpus.arr(4, 2, seed=1))
+    traced = f.entries[0].traced
+    text = str(traced)
+    assert "graph 1 of 2" in text and "graph 2 of 2" in text
+    assert "print() runs eagerly between graphs" in text
+    (reason,) = traced.split_reasons
+    assert reason.lineno == corpus.with_print.__code__.co_firstlineno + 2
+    text = str(f.explain())
+    assert "segment 0" in text and "segment 1" in text and "print() runs eagerly between graphs" in text
+
+
+def test_fullgraph_still_refuses_a_split() -> None:
+    f = jitgraph.compile(corpus.with_print, backend="eager", fullgraph=True)
+    with pytest.raises(jitgraph.GraphBreakError, match="print"):
+        f(corpus.arr(5, 4), corpus.arr(4, 2, seed=1))
+
+
+def test_a_split_prints_once_per_call(capsys: pytest.CaptureFixture[str]) -> None:
+    f = jitgraph.compile(corpus.with_print, backend="eager")
+    x, w = corpus.arr(5, 4), corpus.arr(4, 2, seed=1)
+    for _ in range(3):
+        f(x, w)
+    assert capsys.readouterr().out.count("hidden mean") == 3
 
 
 def test_a_stored_argument_is_the_same_object() -> None:

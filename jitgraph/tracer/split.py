@@ -1,0 +1,232 @@
+"""Graph breaks that split the function instead of abandoning it (issue 18), for the common uncapturable calls:
+``print``, a ``logging.Logger`` method, and ``np.random`` draws (module functions, ``RandomState`` and
+``Generator`` methods).
+
+Where the tracer meets such a call (outside loop and branch regions) it does not break: it records a *cut*
+(:class:`Cut`) -- the callee, its arguments as output specs over graph values, and, for a draw, a new graph value
+standing for its result -- and goes on tracing. At the end, :func:`split_graph` cuts the one traced graph at those
+points into segments: segment ``k`` computes what cut ``k``'s call needs and what later segments read; the driver
+runs segment 0, makes call 0 eagerly, runs segment 1 with the call's result and the carried values as inputs, and
+so on (``jitgraph/jit/split_run.py``). Every guard is checked once at entry, since the calls cut at read nothing
+the trace reads (print and logging get values, not user objects; a draw changes only the generator's state).
+
+A draw's result type is found by drawing once with the generator's state saved and restored: the trace itself
+leaves the generator as it was.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import logging
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Graph, Node, may_raise
+from jitgraph.ir.types import type_of
+from jitgraph.tracer.values import BoundMethod, Buffer, TArray, is_plain
+
+if TYPE_CHECKING:
+    from jitgraph.tracer.context import TraceContext
+
+NOT_CUT = object()
+_LOG_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "log", "exception"}
+
+
+@dataclass
+class Cut:
+    """One call made eagerly between two segments: ``callee`` (``("const", f)`` or ``("method", source code,
+    name)``), argument specs (``outputs.build_output`` specs over ``arg_nodes``), the node standing for its result
+    (None when the trace uses None), and the reason, for ``explain``."""
+
+    index: int  # position in the builder's node list where the cut falls
+    callee: tuple
+    arg_specs: tuple
+    kw_specs: dict[str, Any]
+    arg_nodes: list[Node]
+    result_node: Node | None
+    result_check: tuple | None
+    reason: str
+    filename: str | None
+    lineno: int | None
+
+
+@dataclass
+class Segment:
+    graph: Graph
+    carried: list[Node]  # original nodes whose values come in after the leaves (results of earlier pieces)
+    produced: list[Node]  # original nodes this segment outputs, in order (the last: the final outputs)
+
+
+@dataclass
+class SplitPlan:
+    segments: list[Segment]
+    cuts: list[Cut] = field(default_factory=list)
+
+
+def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Cut the trace at this call and return the value the trace goes on with, or NOT_CUT."""
+    kind = _kind(fn)
+    if kind is None or tx.in_region or not tx.may_split:
+        return NOT_CUT
+    values = list(args) + list(kwargs.values())
+    if not all(_passable(v) for v in values):
+        return NOT_CUT
+    if kind == "draw" and any(_has_tarray(v) for v in values):
+        return NOT_CUT  # the draw's shape would depend on graph values
+    callee: tuple = ("const", fn)
+    owner = fn.self_ if isinstance(fn, BoundMethod) else getattr(fn, "__self__", None)
+    if owner is not None and owner is not np.random.mtrand._rand and not isinstance(owner, types.ModuleType):
+        # A logger or generator: looked up at each call where the trace found it (a global), since the global
+        # may be rebound; one reached through the arguments is not cut (the call sees leaves only).
+        source = tx.source_of(owner)
+        if source is None or "A[" in source.code or "KW[" in source.code:
+            return NOT_CUT
+        callee = ("method", source.code, fn.func.__name__ if isinstance(fn, BoundMethod) else fn.__name__)
+    nodes: list[Node] = []
+    arg_specs = tuple(_spec(tx, v, nodes) for v in args)
+    kw_specs = {k: _spec(tx, v, nodes) for k, v in kwargs.items()}
+    result_node, check, value = None, None, None
+    if kind == "draw":
+        sample = _dry_draw(fn, args, kwargs)
+        if not isinstance(sample, np.ndarray | float | int | np.generic):
+            return NOT_CUT
+        result_node = tx.builder.input(type_of(sample), f"{getattr(fn, '__name__', 'draw')}() result")
+        kind_of = "array" if isinstance(sample, np.ndarray) else ("scalar" if isinstance(sample, np.generic) else "py")
+        value = TArray(Buffer(result_node), (), kind_of)
+        check = (type(sample), np.shape(sample), getattr(sample, "dtype", None))
+    name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "func", None), "__qualname__", "call")
+    reason = f"{name}() runs eagerly between graphs ({'a draw advances the generator' if kind == 'draw' else 'output'})"
+    index = len(tx.builder.nodes) - (1 if result_node is not None else 0)
+    tx.cuts.append(Cut(index, callee, arg_specs, kw_specs, nodes, result_node, check, reason, tx.filename,
+                       tx.lineno))
+    return value
+
+
+def _kind(fn: Any) -> str | None:
+    if fn is builtins.print:
+        return "output"
+    if isinstance(fn, BoundMethod) and isinstance(fn.self_, logging.Logger) and \
+            getattr(fn.func, "__name__", "") in _LOG_METHODS and fn.func is getattr(logging.Logger, fn.func.__name__):
+        return "output"
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.random.RandomState | np.random.Generator) and not getattr(fn, "__name__", "").startswith(
+            ("seed", "set_state", "get_state", "__")):
+        return "draw"
+    return None
+
+
+def _passable(value: Any, depth: int = 0) -> bool:
+    """A value an eager call may receive: plain data, graph values, tuples/lists of them (no user objects, whose
+    state the call could read before the replayed stores are made)."""
+    if isinstance(value, TArray) or is_plain(value):
+        return True
+    if depth < 4 and isinstance(value, tuple | list):
+        return all(_passable(v, depth + 1) for v in value)
+    return False
+
+
+def _has_tarray(value: Any) -> bool:
+    return isinstance(value, TArray) or (isinstance(value, tuple | list) and any(_has_tarray(v) for v in value))
+
+
+def _spec(tx: TraceContext, value: Any, nodes: list[Node]) -> Any:
+    if isinstance(value, TArray):
+        nodes.append(tx.read(value))  # a copy of the value as it is now (later writes do not reach it)
+        return ("out", len(nodes) - 1, value.kind)
+    if isinstance(value, tuple | list):
+        return ("tuple" if isinstance(value, tuple) else "list", tuple(_spec(tx, v, nodes) for v in value))
+    return ("const", value)
+
+
+def _dry_draw(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Draw once to learn the result's type, and put the generator's state back."""
+    owner = fn.__self__
+    if isinstance(owner, np.random.Generator):
+        state = owner.bit_generator.state
+        try:
+            return fn(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - the eager call raises it again
+            return None
+        finally:
+            owner.bit_generator.state = state
+    state = owner.get_state()
+    try:
+        return fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        owner.set_state(state)
+
+
+# ---- cutting the graph ----------------------------------------------------------------------------------------
+def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan | str:
+    """Cut ``graph`` (traced as one, with the draws' result nodes among its inputs) at ``cuts``; a reason string
+    when it cannot be split safely."""
+    pos = {n: i for i, n in enumerate(nodes)}
+    bounds = [c.index for c in cuts]
+    results = {c.result_node for c in cuts if c.result_node is not None}
+    base = [n for n in graph.inputs if n not in results]
+    base_set = set(base)
+    last = len(cuts)
+
+    def seg_of(n: Node) -> int:
+        return bisect.bisect_right(bounds, pos[n])
+
+    roots: list[list[Node]] = [list(c.arg_nodes) for c in cuts] + [list(graph.outputs)]
+    roots[last] += [m for _, m in graph.mutations]
+    for n in nodes:
+        if may_raise(n) and n in pos:
+            s = seg_of(n)
+            if s > 0:
+                return "a run-time check after an eager call could raise once that call has run"
+            roots[s].append(n)
+    requested: dict[int, list[Node]] = {s: [] for s in range(last + 1)}
+    plan: list[Segment] = []
+    for s in reversed(range(last + 1)):
+        targets = roots[s] + [n for n in requested[s] if n not in roots[s]]
+        members: set[Node] = set()
+        carried: list[Node] = []
+        stack = list(targets)
+        while stack:
+            n = stack.pop()
+            if n in members or n in base_set or n in carried:
+                continue
+            if n.op == "const" or (n.op != "input" and seg_of(n) == s):  # constants are copied, not carried
+                members.add(n)
+                stack.extend(n.inputs)
+            else:
+                carried.append(n)
+                if n.op != "input" and n not in requested[seg_of(n)]:
+                    requested[seg_of(n)].append(n)
+        carried.sort(key=lambda n: pos[n])
+        produced = list(graph.outputs) if s == last else sorted(set(targets), key=lambda n: pos[n])
+        plan.append(Segment(_subgraph(graph, nodes, base, carried, members, produced,
+                                      graph.mutations if s == last else ()), carried, produced))
+    plan.reverse()
+    return SplitPlan(plan, cuts)
+
+
+def _subgraph(graph: Graph, nodes: list[Node], base: list[Node], carried: list[Node], members: set[Node],
+              outputs: list[Node], mutations: Any) -> Graph:
+    names = dict(zip(graph.inputs, graph.input_names))
+    mapping: dict[Node, Node] = {}
+    new_inputs: list[Node] = []
+    new_names: list[str] = []
+    for n in base + carried:
+        node = Node("input", (), n.type, {"index": len(new_inputs)}, loc=n.loc)
+        mapping[n] = node
+        new_inputs.append(node)
+        new_names.append(names.get(n, f"carried %{n.uid}"))
+    body: list[Node] = list(new_inputs)
+    for n in nodes:
+        if n in members:
+            copy = Node(n.op, tuple(mapping[i] for i in n.inputs), n.type, n.attrs, n.regions, n.loc)
+            mapping[n] = copy
+            body.append(copy)
+    index = {n: i for i, n in enumerate(base)}
+    return Graph(tuple(body), tuple(new_inputs), tuple(mapping[o] for o in outputs),
+                 tuple((index[graph.inputs[i]], mapping[m]) for i, m in mutations), tuple(new_names))
