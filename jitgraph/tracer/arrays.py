@@ -16,6 +16,7 @@ import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.index_tricks import index_trick, is_index_trick
 from jitgraph.tracer.values import TArray, ViewStep, is_plain
 
 BINARY_UFUNC = {
@@ -328,6 +329,8 @@ def parse_index(tx: TraceContext, index: Any) -> tuple[tuple[Any, ...], list[Any
 def getitem(tx: TraceContext, container: Any, index: Any) -> Any:
     if isinstance(container, TArray):
         return array_getitem(tx, container, index)
+    if is_index_trick(container):
+        return index_trick(tx, container, index)  # np.c_[a, b], np.r_[...], np.mgrid[...]
     if isinstance(index, TArray):
         tx.graph_break("indexing a Python container with a value computed from array data")
     if isinstance(container, list | tuple | dict | str | range | bytes) or is_plain(container):

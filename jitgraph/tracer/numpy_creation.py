@@ -313,3 +313,12 @@ TABLE.note("bounds computed from array data", np.arange)
 TABLE.note("traced arguments (they answer questions about dtypes and shapes at trace time)",
            np.dtype, np.result_type, np.promote_types, np.can_cast, np.finfo, np.iinfo)
 _needs_data.breaks = "needs the array's data at trace time"  # type: ignore[attr-defined]
+
+
+@numpy(np.ndarray, unsupported="buffer=, offset=, strides= (views of existing memory)")
+def _ndarray(tx: TraceContext, shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
+             strides: Any = None, order: Any = None) -> Any:
+    """``np.ndarray(shape)`` is uninitialised memory: zeros are a valid content (as for ``np.empty``)."""
+    if buffer is not None or offset or strides is not None:
+        tx.graph_break("np.ndarray(buffer=...) makes a view of existing memory")
+    return TABLE.functions[np.empty](tx, shape, dtype, "C" if order is None else order)

@@ -249,3 +249,17 @@ def test_data_sized_results_break_with_reason(name):
     fn = getattr(np, name)
     cf = same(lambda x: fn(x), np.array([1, 2, 2, 3]), graphs=0)
     assert "depends on the array data" in reason(cf)
+
+
+# ---- index tricks, np.ndarray ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [
+    lambda x: np.c_[x[0], x[1]], lambda x: np.c_[x, x] * 2, lambda x: np.r_[x[0], x[1], 3.0],
+    lambda x: x[0] + np.r_[0:4], lambda x: np.c_[np.arange(3), np.ones(3)] @ x[:2, :2],
+    lambda x: x + np.mgrid[0:3, 0:4][0], lambda x: x * np.ogrid[0:3, 0:1][0], lambda x: x[np.s_[1:, ::2]],
+    lambda x: np.ndarray((2, 3)) * 0 + x[0, 0]])
+def test_index_tricks_and_ndarray(fn):
+    run_both(fn, X)
+
+
+def test_index_tricks_break_with_reason():
+    assert "slices" in reason(same(lambda x: np.r_[x[0], 0:3], X, graphs=0))
