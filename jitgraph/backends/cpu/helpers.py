@@ -108,6 +108,9 @@ def _prefetch_intrinsic(write: bool):
             idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:])]
             ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
             i32 = ir.IntType(32)
+            # One declaration serves every dtype: arrays of float32 and float64 prefetched in one kernel (a mixed
+            # product's epilogue) otherwise met a declaration typed for the other ("Type of #1 arg mismatch").
+            ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
             fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
             fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
             # read (0) or write (1), keep in all cache levels (3), data cache (1)

@@ -37,6 +37,7 @@ from jitgraph.progress import compiling
 _launch_ids = itertools.count()
 _kernel_log = logging.getLogger("jitgraph.kernels")  # JITGRAPH_LOGS=kernels
 _perf_log = logging.getLogger("jitgraph.perf")
+_SHARED: dict[tuple[str, bool], Any] = {}  # kernel source with its name masked -> the dispatcher compiled for it
 COMPILE_LOG: list[tuple[str, float]] = []  # (kernel name, seconds) of every first call that compiled or loaded
 
 
@@ -83,6 +84,7 @@ class GroupKernel:
         cost = sum(4 if math_bound(n.op) else 1 for n in self.info.amap) + len(self.uses)
         passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
         self.threshold = parallel_threshold(cost * passes)
+        self._keys: dict[tuple[tuple[int, int], ...], Any] = {}  # generated key functions, per in-place plan
         self.launches: dict[Any, Launch] = {}  # only launches whose first call finished (see __call__)
         self._first_calls = threading.Lock()  # one first call (plan, compile or load, run) at a time
         # The first full output of the product's dtype is written into the product's buffer (the epilogue).
@@ -94,6 +96,35 @@ class GroupKernel:
         # ``C -= s * (A @ B)`` written into C: one BLAS gemm with beta = 1 and no kernel (see blas.py).
         self.update = blas.update_form(self.body, self.head) if self.math == "fast" else None
         self.gemm_updates = 0  # calls that took that path (explain shows it)
+
+    def _key(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...]) -> tuple:
+        """The launch key: the in-place plan, the array operands' strides, and whether each in-place target is
+        writeable. The first call generates a function building exactly this tuple (a loop over the operands cost
+        ~1 us of a 3 us small call); the plan is fixed per driver line, so each plan gets its own function."""
+        make = self._keys.get(inplace)
+        if make is None:
+            strides = "".join(f"ops[{j}].strides, " for j in self.array_operands)
+            flags = "".join(f"(getattr(ops[{j}], 'flags', None) is None or ops[{j}].flags.writeable), "
+                            for _, j in inplace)
+            ns: dict[str, Any] = {}
+            exec(f"def key(ops, inplace):\n    return (inplace, {strides}{flags})\n", ns)  # noqa: S102 - ours
+            make = self._keys[inplace] = ns["key"]
+        return make(operands, inplace)
+
+    def entry(self, inplace: tuple[tuple[int, int], ...] = ()) -> Any:
+        """``run(operands)`` for one driver line (its in-place plan fixed): looks the launch up by a key built
+        inline and calls it; anything else (a first call, the gemm update) goes through :meth:`__call__`. What a
+        small cached call pays between the driver and Numba is this one function."""
+        if self.update is not None and inplace == ((0, self.update.c),):
+            return lambda ops: self(ops, inplace)
+        strides = "".join(f"ops[{j}].strides, " for j in self.array_operands)
+        flags = "".join(f"(getattr(ops[{j}], 'flags', None) is None or ops[{j}].flags.writeable), "
+                        for _, j in inplace)
+        source = (f"def entry(ops):\n    launch = LAUNCHES.get((PLAN, {strides}{flags}))\n"
+                  "    if launch is not None:\n        return launch.run(ops)\n    return CALL(ops, PLAN)\n")
+        ns: dict[str, Any] = {"LAUNCHES": self.launches, "PLAN": inplace, "CALL": self}
+        exec(source, ns)  # noqa: S102 - our own generated source
+        return ns["entry"]
 
     @staticmethod
     def _is_scalar(n: Node) -> bool:
@@ -267,6 +298,13 @@ class GroupKernel:
                           self.math_table, self.head, means,
                           {key: arrays[k].name for key, k in self.use_of.items()}, stream)
         source = kernel_source(spec, self.use_cache)
+        # Groups with the same body under another name (Adam on each parameter of a model, the same layer twice)
+        # share one Numba dispatcher: one compile instead of one per group. The source shown keeps its own name.
+        twin = (source.replace(self.name, "jg_kernel"), self.use_cache)
+        shared = _SHARED.get(twin)
+        if shared is not None:
+            self.source = source
+            return shared
         try:
             module = kcache.load_module(self.name, source, self.use_cache)
         except kcache.CacheRefused:  # an unsafe cache directory (warned once): compile in memory, cache nothing
@@ -274,7 +312,9 @@ class GroupKernel:
             module = kcache.load_module(self.name, source, False)
         _kernel_log.debug("jitgraph: kernel %s (rank %d):\n%s", self.name, rank, source)
         self.source = source
-        return getattr(module, self.name)
+        kernel = getattr(module, self.name)
+        _SHARED[twin] = kernel
+        return kernel
 
     # -- calling -------------------------------------------------------------------------------------------------
     def __call__(self, operands: Sequence[Any], inplace: tuple[tuple[int, int], ...] = ()) -> list[Any]:
@@ -285,8 +325,7 @@ class GroupKernel:
                 operands[update.a], operands[update.b], operands[update.c], update.alpha(operands, self.head.type.dtype)):
             self.gemm_updates += 1
             return [operands[update.c]]
-        key = (inplace,) + tuple([operands[j].strides for j in self.array_operands]) + \
-            tuple([getattr(operands[j], "flags", None) is None or operands[j].flags.writeable for _, j in inplace])
+        key = self._key(operands, inplace)
         launch = self.launches.get(key)
         if launch is None:
             with self._first_calls:  # other threads wait for the launch being compiled, then use it
@@ -319,6 +358,8 @@ class GroupKernel:
             except BaseException:
                 for k in [k for k, kernel in self.modules.items() if kernel is launch.kernel]:
                     del self.modules[k]
+                for k in [k for k, kernel in _SHARED.items() if kernel is launch.kernel]:
+                    _SHARED.pop(k, None)
                 kcache.forget_module(launch.kernel)
                 raise
             self.launches[key] = launch

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,11 +32,20 @@ from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan
-from jitgraph.ir.ops import OPS
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.ops.cost import numpy_is_enough
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 
 _ids = itertools.count()
+
+try:  # NumPy's error state is a context variable: setting it directly costs 0.1 us, ``np.errstate`` 1 us per call
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
+    from numpy._core._ufunc_config import _make_extobj
+
+    _IGNORE = _make_extobj(all="ignore")
+except ImportError:  # another NumPy layout: the public context manager
+    _ERRSTATE = _IGNORE = None
 _DRIVER_TITLE = "driver (calls the kernels, BLAS and NumPy in order)"
 
 
@@ -83,6 +93,11 @@ class CpuCompiled:
         self.kernels = {n: GroupKernel(n, options) for n in graph.nodes if n.op == "fused"}
         self.numpy_nodes = unfused_reasons(graph)
         self.inplace = _kernel_writes(graph)
+        # Groups that run faster as their NumPy calls than as a kernel (the cost model, ir/ops/cost.py).
+        self.numpy_groups = {n: why for n, k in self.kernels.items()
+                             if (why := _numpy_instead(n, k, n in self.inplace)) is not None}
+        for n in self.numpy_groups:
+            del self.kernels[n]
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
@@ -115,7 +130,7 @@ class CpuCompiled:
         for node, kernel in self.kernels.items():
             info = kernel.info
             ops = [n.op for n in info.amap]
-            variants = sorted({launch.kernel.py_func.__name__ for launch in kernel.launches.values()})
+            variants = [kernel.name] if kernel.launches else []  # a twin group's dispatcher has the twin's name
             if kernel.gemm_updates:
                 variants.append("BLAS gemm with beta=1 (the update folded into the product, no kernel)")
             lines.append(f"{names[node]} kernel {kernel.name} ({node.attrs['kind']}, {len(ops)} ops, domain "
@@ -123,6 +138,8 @@ class CpuCompiled:
             lines += [f"    not fused with {cut}" for cut in node.attrs.get("cuts", ())]
             for k, j in sorted(self.inplace.get(node, {}).items()):
                 lines.append(f"    output {k} written in place into {names[node.inputs[j]]}")
+        for node, why in self.numpy_groups.items():
+            lines.append(f"{names[node]} group {node.attrs['name']} runs as NumPy ({node.attrs['kind']}): {why}")
         for node, why in self.numpy_nodes.items():
             if node.op not in ("tuple_get",):
                 lines.append(f"{names[node]} {node.op} via NumPy: {why}")
@@ -139,11 +156,38 @@ class CpuCompiled:
         return any(np.may_share_memory(a, b) for a, b in itertools.combinations(arrays, 2))
 
     # -- driver source -------------------------------------------------------------------------------------------
+    def _numpy_group(self, node: Node, v: str, args: list[str], ns: dict[str, Any]) -> list[str]:
+        """Driver lines running the group ``node`` as one NumPy call per op, as the reference interpreter does."""
+        body = node.regions[0]
+        local = dict(zip(body.inputs, args))
+        lines = []
+        for j, m in enumerate(body.nodes):
+            if m.op == "input":
+                continue
+            name = f"{v}_{j}"
+            if m.op == "const":
+                ns[f"C{name}"] = m.attrs["value"]
+                local[m] = f"C{name}"
+                continue
+            ns[f"F{name}"] = OPS[m.op].impl
+            ns[f"A{name}"] = dict(m.attrs)
+            call = f"F{name}({', '.join(local[i] for i in m.inputs)}, **A{name})"
+            if isinstance(m.type, TensorType) and m.type.weak:
+                ns[f"T{name}"] = python_type(m.type.dtype)
+                call = f"T{name}({call})"
+            lines.append(f"    {name} = {call}  # {m.op}")
+            local[m] = name
+        outs = [local[o] for o in body.outputs]
+        lines.append(f"    {v} = {outs[0] if len(outs) == 1 else '[' + ', '.join(outs) + ']'}"
+                     f"  # {node.attrs['name']} as NumPy: {self.numpy_groups[node]}")
+        return lines
+
     def _driver(self, inplace: Mapping[Node, dict[int, int]]) -> tuple[str, dict[str, Any]]:
         graph = self.graph
         names = node_names(graph)
         var = {n: "v" + names[n].lstrip("%") for n in graph.nodes}
-        ns: dict[str, Any] = {"np": np, "_copy_back": _copy_back, "_detach": _detach}
+        ns: dict[str, Any] = {"np": np, "_copy_back": _copy_back, "_detach": _detach, "_ERRSTATE": _ERRSTATE,
+                              "_IGNORE": _IGNORE}
         lines = ["def driver(args):"]
         if graph.inputs:
             lines.append(f"    {', '.join(var[n] for n in graph.inputs)}, = args")
@@ -156,11 +200,13 @@ class CpuCompiled:
                 lines.append(f"    {v} = C{v}")
                 continue
             args = ", ".join(var[i] for i in n.inputs)
-            if n.op == "fused":
-                ns[f"K{v}"] = self.kernels[n]
+            if n in self.numpy_groups:
+                lines += self._numpy_group(n, v, [var[i] for i in n.inputs], ns)
+            elif n.op == "fused":
                 plan = tuple(sorted(inplace.get(n, {}).items()))
-                lines.append(f"    {v} = K{v}(({args}{',' if len(n.inputs) == 1 else ''}), {plan!r})"
-                             f"  # {n.attrs['name']}")
+                ns[f"K{v}"] = self.kernels[n].entry(plan)  # the launch for this line's in-place plan
+                lines.append(f"    {v} = K{v}(({args}{',' if len(n.inputs) == 1 else ''}))"
+                             f"  # {n.attrs['name']}" + (f", in place {plan!r}" if plan else ""))
                 if len(n.regions[0].outputs) == 1:
                     lines.append(f"    {v} = {v}[0]")
             elif n.op == "tuple_get":
@@ -185,14 +231,29 @@ class CpuCompiled:
             lines.append("    return outs")
         else:
             lines.append(f"    return [{outs}]")
-        if any(n.op not in ("input", "const", "fused", "tuple_get") for n in graph.nodes):
+        if self.numpy_groups or any(n.op not in ("input", "const", "fused", "tuple_get") for n in graph.nodes):
             # NumPy calls run under the reference interpreter's error state (no floating-point warnings).
-            lines[1:] = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in lines[1:]]
+            if _ERRSTATE is not None:
+                lines[1:] = ["    token = _ERRSTATE.set(_IGNORE)", "    try:"] + \
+                    ["    " + line for line in lines[1:]] + ["    finally:", "        _ERRSTATE.reset(token)"]
+            else:
+                lines[1:] = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in lines[1:]]
         source = "\n".join(lines) + "\n"
         filename = f"<jitgraph driver #{next(_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return source, ns
+
+
+def _numpy_instead(node: Node, kernel: GroupKernel, writes_in_place: bool) -> str | None:
+    """Why the fused ``node`` runs as NumPy calls in the driver, or None: its kernel launches. Only groups of
+    plain elementwise ops and reductions, with no BLAS head and no output planned into a caller's buffer."""
+    if writes_in_place or kernel.head is not None:
+        return None
+    members = [m for m in node.regions[0].nodes if m.op not in ("input", "const")]
+    if any(m.op == "setitem" or OPS[m.op].kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION) for m in members):
+        return None
+    return numpy_is_enough([m.op for m in members], math.prod(kernel.domain), kernel.threshold)
 
 
 def _copy_back(target: np.ndarray, value: Any) -> None:
