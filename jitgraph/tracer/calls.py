@@ -20,6 +20,7 @@ from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
 from jitgraph.tracer.numpy_table import ARRAY_METHODS, NUMPY, UFUNC_METHODS
+from jitgraph.tracer.side_effects import AppendOnlyList
 from jitgraph.tracer.values import (
     ArrayMethod,
     BoundBuiltin,
@@ -51,6 +52,8 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
     if isinstance(fn, BoundMethod):
         return call(tx, fn.func, [fn.self_] + args, kwargs)
     if isinstance(fn, BoundBuiltin):
+        if isinstance(fn.self_, AppendOnlyList):
+            return fn.self_.call(tx, fn.name, args, kwargs)
         return call_container_method(tx, fn.self_, fn.name, args, kwargs)
     if isinstance(fn, UfuncMethod):
         lowering = UFUNC_METHODS.get(fn.name)
@@ -236,6 +239,8 @@ _PLAIN_ATTR_TYPES = (int, float, bool, complex, str, bytes, slice, range, np.dty
 def load_attr(tx: TraceContext, obj: Any, name: str) -> Any:
     if isinstance(obj, TArray):
         return array_attr(tx, obj, name)
+    if isinstance(obj, AppendOnlyList):
+        return BoundBuiltin(obj, name)
     if isinstance(obj, types.ModuleType):
         if not hasattr(obj, name):
             err = AttributeError(f"module '{obj.__name__}' has no attribute '{name}'")

@@ -24,7 +24,7 @@ from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
 from jitgraph.tracer.region_state import BodyBuilder, RegionState
-from jitgraph.tracer.side_effects import SideEffects
+from jitgraph.tracer.side_effects import AppendOnlyList, SideEffects
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
 MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
@@ -365,6 +365,12 @@ class TraceContext:
             return self.new_input(value, source.name, source)
         if (t is int or t is float) and source.code in self.dynamic_sources and abs(value) < DYNAMIC_LIMIT:
             return self._dynamic_scalar(value, source)
+        if t is list and source.code in self.dynamic_sources:  # only appended to (side_effects.py)
+            g.type_is(source, value)
+            proxy = AppendOnlyList()
+            self.note_external(proxy, source)
+            self._keep.append(proxy)
+            return proxy
         if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
             g.equal(source, value)
             return value

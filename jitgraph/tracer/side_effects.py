@@ -42,6 +42,34 @@ class Effect:
     source: Source
     name: str | None = None
     value: Any = None
+    original: list | None = None  # a list's elements when first written (append-only lists are found by it)
+
+
+class AppendOnlyList:
+    """A caller's list the trace only appends to (``self.errors.append(loss)``, ``history["loss"].append(l)``),
+    standing in for it without reading it: no length or element guard, so a list that grows each call does not
+    recompile each call. Anything but ``append``/``extend`` breaks (``trace`` then keeps its first trace)."""
+
+    __slots__ = ("effect", "items")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.effect: Effect | None = None
+
+    def call(self, tx: TraceContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        if name not in ("append", "extend") or kwargs or len(args) != 1:
+            tx.graph_break(f"list.{name}() on a list the trace treated as append-only")
+        _refuse_region(tx, f"list.{name}()")
+        if self.effect is None:
+            self.effect = Effect("extend", self, tx.source_of(self) or tx.graph_break("an unnamed list"),
+                                 value=self.items)
+            tx.side_effects.effects.append(self.effect)
+        if name == "append":
+            self.items.append(args[0])
+        elif isinstance(args[0], list | tuple):
+            self.items.extend(args[0])
+        else:
+            tx.graph_break(f"list.extend() of a {type(args[0]).__name__} on an append-only list")
 
 
 @dataclass
@@ -88,7 +116,8 @@ class SideEffects:
         source = tx.source_of(container)
         if source is None or not isinstance(container, list | dict):
             tx.graph_break(f"{what} mutates a caller's {type(container).__name__} the tracer cannot write back")
-        effect = Effect("contents", container, source, value=container)
+        effect = Effect("contents", container, source, value=container, original=list(container)
+                        if isinstance(container, list) else None)
         self._containers[id(container)] = effect
         self.effects.append(effect)
 
@@ -115,7 +144,9 @@ class SideEffects:
         self.candidates = _rewritten_scalars(tx, self.effects)
         out = []
         for e in self.effects:
-            if e.kind == "contents":
+            if e.kind == "extend":
+                out.append(("extend", e.source.code, None, ("list", tuple(spec(v) for v in e.value))))
+            elif e.kind == "contents":
                 value = e.value
                 contents = ("list", tuple(spec(v) for v in value)) if isinstance(value, list) else \
                     ("dict", tuple(value), tuple(spec(v) for v in value.values()))
@@ -135,9 +166,15 @@ def _rewritten_scalars(tx: TraceContext, effects: list[Effect]) -> set[str]:
             places = [(e.source.attr(e.name or "").code, e.value)]
         elif e.kind == "global":
             places = [(f"{e.source.code}[{e.name!r}]", e.value)]
-        else:
+        elif e.kind == "contents":
             items = e.value.items() if isinstance(e.value, dict) else enumerate(e.value)
             places = [(e.source.item(k).code, v) for k, v in items if is_literal_key(k)]
+            old_items = e.original
+            if old_items is not None and len(e.value) > len(old_items) and \
+                    all(a is b for a, b in zip(old_items, e.value)):
+                found.add(e.source.code)  # only appended to: retraced as an AppendOnlyList
+        else:
+            continue
         for code, value in places:
             old = tx.read_scalar_at(code)
             if old is not None and value is not old:
@@ -197,6 +234,8 @@ def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[An
                 setattr(target, name, value)
             elif kind == "global":
                 target[name] = value
+            elif kind == "extend":
+                target.extend(value)
             elif isinstance(target, list):
                 target[:] = value
             else:

@@ -58,9 +58,12 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
     result = _trace_once(fn, args, kwargs, frozenset())
     candidates = result.extra.pop("dynamic_candidates", None)
     if candidates and result.breaks is None:
-        again = _trace_once(fn, args, kwargs, frozenset(candidates))
-        again.extra.pop("dynamic_candidates", None)
-        if again.breaks is None:
+        try:  # a proxy list the code does more with than append may fail in any way: the first trace stands
+            again: TraceResult | None = _trace_once(fn, args, kwargs, frozenset(candidates))
+        except Exception:  # noqa: BLE001
+            again = None
+        if again is not None and again.breaks is None:
+            again.extra.pop("dynamic_candidates", None)
             result = again
     result.seconds = time.perf_counter() - start
     return result

@@ -1,0 +1,54 @@
+"""Issue 18's corpus of stateful from-scratch ML code (tests/realworld/corpus.py): how each function compiles and
+what it costs, eager NumPy vs jitgraph.
+
+Run ``python benchmarks/realworld.py`` (``--backend eager`` for the graph interpreter, ``--repeat N``). For every
+function: the graphs it compiled to, the eager calls it was split around, the calls that ran the whole function
+eagerly, whether every call matched eager NumPy (results, arguments, objects' ``__dict__``, globals, identity;
+three calls on deep copies), and the median warm call time of each. The last line is the summary reported in the
+README: how many functions are one graph, split, eager, wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realworld"))
+
+import corpus
+import harness
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("-k", default="", help="only functions whose name contains this")
+    opts = parser.parse_args()
+    logging.getLogger("jitgraph").setLevel(logging.ERROR)
+    header = f"{'function':36s} {'result':10s} {'graphs':>6s} {'splits':>6s} {'eager':>5s} {'eager us':>9s} " \
+             f"{'jit us':>9s} {'speedup':>7s}"
+    print(header)
+    print("-" * len(header))
+    counts = {"one graph": 0, "split": 0, "eager": 0, "wrong": 0}
+    for case in corpus.CASES:
+        if opts.k not in case.name:
+            continue
+        out = harness.run_case(case, backend=opts.backend)
+        counts[out.category] += 1
+        t_eager, t_jit = harness.time_case(case, opts.backend, opts.repeat)
+        print(f"{case.name:36s} {out.category:10s} {out.graphs:6d} {out.splits:6d} {out.eager_calls:5d} "
+              f"{t_eager * 1e6:9.1f} {t_jit * 1e6:9.1f} {t_eager / t_jit:6.2f}x")
+        for line in out.wrong[:3]:
+            print(f"    WRONG: {line}")
+        if out.eager_calls and out.breaks:
+            print(f"    eager because: {out.breaks[0]}")
+    total = sum(counts.values())
+    print(f"summary ({opts.backend}): {total} functions: {counts['one graph']} one graph, {counts['split']} split, "
+          f"{counts['eager']} eager, {counts['wrong']} wrong")
+
+
+if __name__ == "__main__":
+    main()
