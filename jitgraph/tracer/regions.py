@@ -29,8 +29,10 @@ import numpy as np
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import INDEX_TYPE, RegionBuilder, _project, _resignature
 from jitgraph.ir.types import TensorType
+from jitgraph.tracer.arrays import array_getitem
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.context import GraphBreak, TraceContext
+from jitgraph.tracer.iteration import MAX_UNROLL, iterate
 from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
 from jitgraph.tracer.values import Buffer, TArray
 
@@ -52,9 +54,10 @@ class SymRange:
 
 @dataclass(eq=False)
 class RegionIter:
-    """What GET_ITER pushes for a loop to be traced as a region (FOR_ITER recognises it)."""
+    """What GET_ITER pushes for a loop to be traced as a region (FOR_ITER recognises it): over a range, or over
+    the elements of a 1-D array (``for byte in data``: the body sees ``data[i]``)."""
 
-    rng: range | SymRange
+    rng: range | SymRange | TArray
 
 
 def symbolic_range(tx: TraceContext, *args: Any) -> SymRange:
@@ -77,8 +80,9 @@ class _Unroll(Exception):
 
 
 def wants_region(value: Any) -> bool:
-    """Whether ``for`` over ``value`` is tried as a region: a symbolic range, or a range of more than one step."""
-    return isinstance(value, SymRange) or (type(value) is range and len(value) > 1)
+    """Whether ``for`` over ``value`` is tried as a region: a symbolic range, a range of more than one step, or an
+    array (:func:`for_iter` decides: a 1-D array of more than one element)."""
+    return isinstance(value, SymRange | TArray) or (type(value) is range and len(value) > 1)
 
 
 def _indexes_with(graph_nodes: list[Node], induction: Node) -> bool:
@@ -106,7 +110,7 @@ def _run_body(frame: Frame, head: int, exit_pc: int) -> None:
 
 def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers: list[Buffer],
                 types: list[TensorType], kinds: list[str], counts_up_from_nonneg: bool = False,
-                ) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
+                elements: TArray | None = None) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
     """One pass over the body with ``names``/``buffers`` as carried inputs of ``types``; returns the region
     builder, the induction input, the carried inputs and the final values (TArrays or plain numbers)."""
     tx = frame.tx
@@ -120,7 +124,8 @@ def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers
     for buffer, node in zip(buffers, carried[len(names):]):
         buffer.node = node
         buffer.version = fresh_version()
-    frame.push(TArray(Buffer(induction), (), "py"))
+    index = TArray(Buffer(induction), (), "py")
+    frame.push(index if elements is None else array_getitem(tx, elements, index))
     _run_body(frame, head, exit_pc)
     finals = [frame.locals.get(name) for name in names] + [b.node for b in buffers]
     return rb, induction, carried, finals
@@ -142,7 +147,7 @@ def _counts_up_from_nonneg(tx: TraceContext, rng: range | SymRange) -> bool:
     return start >= 0
 
 
-def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
+def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange, elements: TArray | None = None) -> None:
     """FOR_ITER on a :class:`RegionIter`: record the whole loop as one ``loop`` node, then jump past it."""
     tx = frame.tx
     head, exit_pc = frame.pc - 1, ins.target
@@ -150,7 +155,7 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
     bounds = [value_node(tx, v) for v in (rng.start, rng.stop, rng.step)]
     # Pass 1: discover which locals and storages the body changes.
     up = _counts_up_from_nonneg(tx, rng)
-    rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up)
+    rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up, elements)
     if state.python_objects_changed():
         state.restore(frame)
         if isinstance(rng, SymRange):
@@ -177,7 +182,7 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
         inits = [value_node(tx, v) for v in olds] + [b.node for b in written]
         types = [n.tensor_type for n in inits]
         kinds = [kind_of(v, t) for v, t in zip(olds, types)]
-        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up)
+        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up, elements)
         if state.python_objects_changed():
             state.restore(frame)
             tx.graph_break("a loop with a side effect on a Python object (list, dict, closure variable)")
@@ -219,16 +224,32 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange) -> None:
 def for_iter(frame: Frame, ins: Instr, top: RegionIter) -> bool:
     """``FOR_ITER`` on a :class:`RegionIter`: trace the loop as a region (True), or, when that fails for a range
     whose trip count is known, restore the tracer and put a plain iterator in its place to unroll (False)."""
+    elements = top.rng if isinstance(top.rng, TArray) else None
+    rng = _element_range(frame.tx, elements) if elements is not None else top.rng
+    if rng is None:
+        frame.stack[-1] = iterate(frame.tx, elements)  # a 0-d, one-element or N-D array: unrolled over its rows
+        return False
     state = Snapshot(frame)
     try:
-        trace_loop(frame, ins, top.rng)
+        trace_loop(frame, ins, rng, elements)
     except (GraphBreak, _Unroll) as exc:
-        if isinstance(top.rng, SymRange):
+        if isinstance(rng, SymRange):
             raise
+        if isinstance(exc, GraphBreak) and len(rng) > MAX_UNROLL:
+            raise  # too long to unroll: the reason the region failed is the one to give
         if isinstance(exc, GraphBreak):
             _log.debug("loop at %s:%s unrolled instead of traced as a region: %s", exc.filename, exc.lineno,
                        exc.reason)
         state.restore(frame)  # fall back to unrolling, exactly what the tracer did before regions
-        frame.stack[-1] = iter(top.rng)
+        frame.stack[-1] = iter(rng) if elements is None else iterate(frame.tx, elements)
         return False
     return True
+
+
+def _element_range(tx: TraceContext, elements: TArray) -> range | None:
+    """The index range of a ``for`` over a 1-D array's elements, or None where it is iterated by unrolling (short
+    arrays; rows of an N-D array are views, which an indexed read inside a region would copy)."""
+    t = tx.type_of(elements)
+    if elements.kind != "array" or t.ndim != 1 or t.shape[0] <= UNROLL_MAX:
+        return None  # a short array unrolls, as it always did
+    return range(t.shape[0])
