@@ -7,8 +7,9 @@ and cloudpickle cannot change it: its by-value rule applies to functions and cla
 is an instance whose ``__reduce__`` answers with a name. :func:`install` registers a reducer in
 ``copyreg.dispatch_table`` (consulted before ``__reduce__`` by pickle and, through its chained table, by
 cloudpickle) that saves such a function *by value*: the wrapped Python function and the compile options, as
-cloudpickle bytes, so the stream loads with plain ``pickle.loads`` wherever cloudpickle is installed. Everything
-else (importable modules, closures) keeps ``CompiledFunction.__reduce__``.
+cloudpickle bytes, so the stream loads with plain ``pickle.loads`` wherever cloudpickle is installed. Closures
+(not reachable by name) travel the same way, so that one payload gives one object per worker process (below).
+Everything reachable by its name in an importable module keeps ``CompiledFunction.__reduce__``.
 
 What travels is the function, never a compiled kernel: the worker builds a fresh ``CompiledFunction`` whose first
 call traces and compiles there, loading kernels from the disk cache (``JITGRAPH_CACHE_DIR``) when another process
@@ -34,10 +35,11 @@ __all__ = ["by_value", "install", "rebuild", "reduce_compiled"]
 
 
 def by_value(cf: CompiledFunction) -> bool:
-    """Whether ``cf`` must travel by value: its module is ``__main__`` (or not importable under its name), or it
-    is registered with cloudpickle to be pickled by value."""
+    """Whether ``cf`` must travel by value: its module is ``__main__`` (or not importable under its name), it is
+    not reachable under its name (a closure, a function compiled with ``jitgraph.compile(f)`` and kept under
+    another name), or its module is registered with cloudpickle to be pickled by value."""
     module = getattr(cf, "__module__", None) or ""
-    if module in ("__main__", "__mp_main__") or module not in sys.modules:
+    if module in ("__main__", "__mp_main__") or module not in sys.modules or not isinstance(cf.__reduce__(), str):
         return True
     try:
         import cloudpickle  # optional dependency (the dask extra installs it)
@@ -61,10 +63,14 @@ def rebuild(payload: bytes) -> CompiledFunction:
 
 
 def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
-    """The reducer :func:`install` registers: by value (see :func:`by_value`), else ``cf.__reduce__()``."""
+    """The reducer :func:`install` registers: by value (see :func:`by_value`), else ``cf.__reduce__()`` (also
+    where cloudpickle is not installed)."""
     if not by_value(cf):
         return cf.__reduce__()
-    import cloudpickle  # optional dependency: by-value pickling of a __main__ function needs it
+    try:
+        import cloudpickle  # optional dependency: by-value pickling of a __main__ function or a closure needs it
+    except ImportError:
+        return cf.__reduce__()
 
     payload = cloudpickle.dumps((cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, dict(cf.options)))
     return (rebuild, (payload,))

@@ -39,19 +39,22 @@ def noisy(x: np.ndarray) -> np.ndarray:
     return x * 2.0 + (n - n)
 
 
-@jitgraph.compile
-def cache_probe(x: np.ndarray) -> np.ndarray:
-    """A kernel no other test compiles (its constants are its own), for the shared-cache test."""
-    return np.sqrt(np.abs(x * 1.2345 - 0.6789)) + x * 0.4242
+def make_probe(k: float) -> Any:
+    """A compiled closure whose kernel holds ``k`` as a literal: a kernel no earlier run compiled when ``k`` is
+    new (for the shared-cache test, whatever the cache directory already holds)."""
+    @jitgraph.compile
+    def cache_probe(x: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.abs(x * k - 0.6789)) + x * 0.4242
+    return cache_probe
 
 
-def probe_on_worker(x: np.ndarray) -> dict[str, Any]:
-    """Call ``cache_probe`` here and say what the kernel cache did during that first call."""
+def probe_on_worker(probe: Any, x: np.ndarray) -> dict[str, Any]:
+    """Call ``probe`` here and say what the kernel cache did during that first call."""
     before = cache_stats()
-    y = cache_probe(x)
+    y = probe(x)
     after = cache_stats()
     return {"delta": {k: after[k] - before[k] for k in after}, "result": y, "cache_dir": worker_cache_dir(),
-            "misses": cache_probe.cache_info().misses}
+            "misses": probe.cache_info().misses}
 
 
 def behaviour_on_worker(cf: Any, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:

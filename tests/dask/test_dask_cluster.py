@@ -1,5 +1,5 @@
 """Compiled functions on a real cluster: ``LocalCluster(n_workers=2, processes=True, threads_per_worker=1)``, one
-for the module, its workers sharing a fresh kernel cache directory (``JITGRAPH_CACHE_DIR``).
+for the module, its workers sharing one kernel cache directory (``JITGRAPH_CACHE_DIR``).
 
 Covered: map_blocks of a fused elementwise function and of a row softmax (equal to NumPy), cross-chunk mean/var,
 a ``__main__`` function shipped by value (guards, eager fallback and explain work on the worker), the shared cache
@@ -9,6 +9,8 @@ a ``__main__`` function shipped by value (guards, eager fallback and explain wor
 from __future__ import annotations
 
 import importlib
+import os
+import random
 import site
 import sys
 from pathlib import Path
@@ -31,8 +33,11 @@ RNG = np.random.default_rng(1)
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory):
-    cache = tmp_path_factory.mktemp("dask_kernels")
+def client(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory):
+    # The kernel cache of tests/test_examples.py (kept between runs): Numba compiles dominate a cold run, and the
+    # shared-cache test makes a kernel of its own that no earlier run has compiled.
+    cache = os.environ.get("JITGRAPH_CACHE_DIR") or getattr(pytestconfig, "cache", None)
+    cache = cache.mkdir("jitgraph_kernels") if hasattr(cache, "mkdir") else cache or tmp_path_factory.mktemp("k")
     try:
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None, env={"JITGRAPH_CACHE_DIR": str(cache)})
@@ -82,14 +87,16 @@ def test_main_function_runs_on_a_worker_with_guards_fallback_and_explain(client)
 def test_second_worker_loads_every_kernel_from_the_shared_cache(client):
     first, second = sorted(client.scheduler_info()["workers"])
     x = np.linspace(-2, 2, 1000)
-    a = client.submit(H.probe_on_worker, x, workers=[first], pure=False).result()
-    b = client.submit(H.probe_on_worker, x, workers=[second], pure=False).result()
+    k = 1.0 + random.random()  # a kernel constant no earlier run has compiled, in this cache directory or another
+    probe = H.make_probe(k)
+    a = client.submit(H.probe_on_worker, probe, x, workers=[first], pure=False).result()
+    b = client.submit(H.probe_on_worker, probe, x, workers=[second], pure=False).result()
     assert a["cache_dir"] == b["cache_dir"]
     assert a["misses"] == 1 and b["misses"] == 1  # each worker traced its own first call
     assert a["delta"]["modules_written"] >= 1 and a["delta"]["compiled"] >= 1  # the first worker compiled
     assert b["delta"]["modules_written"] == 0 and b["delta"]["compiled"] == 0  # the second compiled nothing...
     assert b["delta"]["cache_hits"] >= 1 and b["delta"]["modules_loaded"] >= 1  # ...it loaded what the first wrote
-    np.testing.assert_allclose(b["result"], np.sqrt(np.abs(x * 1.2345 - 0.6789)) + x * 0.4242)
+    np.testing.assert_allclose(b["result"], np.sqrt(np.abs(x * k - 0.6789)) + x * 0.4242)
 
 
 def test_training_example_equals_one_process_training(client):

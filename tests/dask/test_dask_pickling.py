@@ -48,18 +48,21 @@ def test_main_function_travels_by_value(dumps):
     assert pickle.loads(data) is back  # one object per payload per process: its compiled entries are reused
 
 
-def test_closure_and_options_travel_through_cloudpickle():
+def test_closures_and_options_travel_by_value():
     def make(k):
         @jitgraph.compile(cache_limit=3)
         def times_k(x):
             return x * k
         return times_k
 
-    with pytest.raises((pickle.PicklingError, AttributeError)):
-        pickle.dumps(make(2.0))  # a local function has no importable name (plain functions behave the same)
-    back = cloudpickle.loads(cloudpickle.dumps(make(2.5)))
-    assert back.cache_limit == 3
-    np.testing.assert_allclose(back(np.ones(3)), 2.5)
+    f = make(2.5)
+    assert pickling.by_value(f)  # no importable name: the function travels, as cloudpickle sends closures
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        back = pickle.loads(dumps(f))
+        assert back is not f and back.cache_limit == 3
+        np.testing.assert_allclose(back(np.ones(3)), 2.5)
+    assert pickle.loads(pickle.dumps(f)) is pickle.loads(pickle.dumps(f))
+    assert pickle.loads(pickle.dumps(make(3.5)))(np.ones(2))[0] == 3.5  # another closure value, another object
 
 
 def test_dask_token_is_deterministic():
