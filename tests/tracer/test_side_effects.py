@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import jitgraph
-
 from tests.tracer.helpers import run_both
 
 X = np.arange(4.0)
