@@ -1,7 +1,7 @@
 """Every VJP rule and broadcasting pattern against central finite differences in float64.
 
 The cases run on the eager backend (the joint graph interpreted: this tests the transform and the rules); a few
-run on the CPU backend in test_api.py. ``test_every_rule_is_exercised`` fails when a rule is added to the table
+run on the CPU backend in test_autodiff_api.py. ``test_every_rule_is_exercised`` fails when a rule is added to the table
 without a case here.
 """
 
