@@ -18,6 +18,7 @@ rerun performs each effect once, in NumPy's order.
 
 from __future__ import annotations
 
+import keyword
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,26 +221,24 @@ def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
 def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[Any],
              build: Callable[[Any, list[Any]], Callable[..., Any]]) -> Callable[..., None]:
     """``apply(outs, leaves, args, kwargs)`` for finished effects: every target and value is computed first (from
-    the state before the call, as the trace read it), then every store is made, in order."""
-    steps = []
-    for kind, code, name, value_spec in effects:
-        steps.append((kind, compile(code, "<jitgraph side effect>", "eval"), name, build(value_spec, constants)))
-
-    def apply(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> None:
-        scope = {"A": a, "KW": kw, "K": constants}
-        ready = [(kind, eval(code, scope), name, make(o, leaves, a, kw))
-                 for kind, code, name, make in steps]
-        for kind, target, name, value in ready:
-            if kind == "attr":
-                setattr(target, name, value)
-            elif kind == "global":
-                target[name] = value
-            elif kind == "extend":
-                target.extend(value)
-            elif isinstance(target, list):
-                target[:] = value
-            else:
-                target.clear()
-                target.update(value)
-
-    return apply
+    the state before the call, as the trace read it), then every store is made, in order. Generated as one Python
+    function (a store costs what ``obj.name = value`` costs), like the guards."""
+    namespace: dict[str, Any] = {"K": constants}
+    targets, values, stores = [], [], []
+    for k, (kind, code, name, value_spec) in enumerate(effects):
+        namespace[f"B{k}"] = build(value_spec, constants)
+        targets.append(f"    t{k} = {code}")
+        values.append(f"    v{k} = B{k}(o, leaves, A, KW)")
+        if kind == "attr":
+            stores.append(f"    t{k}.{name} = v{k}" if name and name.isidentifier() and not keyword.iskeyword(name)
+                          else f"    setattr(t{k}, {name!r}, v{k})")
+        elif kind == "global":
+            stores.append(f"    t{k}[{name!r}] = v{k}")
+        elif kind == "extend":
+            stores.append(f"    t{k}.extend(v{k})")
+        else:
+            stores.append(f"    if type(t{k}) is list:\n        t{k}[:] = v{k}\n    else:\n        t{k}.clear()\n"
+                          f"        t{k}.update(v{k})")
+    source = "\n".join(["def apply(o, leaves, A, KW):", *targets, *values, *stores])
+    exec(compile(source, "<jitgraph side effects>", "exec"), namespace)  # noqa: S102 - generated replay code
+    return namespace["apply"]
