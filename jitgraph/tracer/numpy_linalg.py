@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.graph import Node
+from jitgraph.ir.ops.indexing import Operand
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_base import LoweringTable, always_breaks, axes_arg
 from jitgraph.tracer.values import TArray
@@ -146,5 +147,114 @@ for _name in ("solve", "inv", "cholesky", "eig", "eigh", "eigvals", "eigvalsh", 
     TABLE.functions[getattr(np.linalg, _name)] = always_breaks(
         f"np.linalg.{_name} has no IR op (a decomposition or solver runs through LAPACK): the call runs eagerly")
 
+# ---- diagonals, triangles, covariance ------------------------------------------------------------------------------
+def _diagonal_node(tx: TraceContext, x: Node, offset: int, axis1: int, axis2: int) -> Node:
+    """NumPy's ``diagonal``: the two axes gathered by (i, i + offset), moved to the end."""
+    t = x.tensor_type
+    a1, a2 = (axes_arg(tx, a, t.ndim, "diagonal")[0] for a in (axis1, axis2))
+    if a1 == a2:
+        _fail(tx, ValueError("axis1 and axis2 cannot be the same"))
+    n1, n2 = t.shape[a1], t.shape[a2]
+    start1, start2 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = max(0, min(n1 - start1, n2 - start2))
+    rest = [k for k in range(t.ndim) if k not in (a1, a2)]
+    moved = tx.op("transpose", x, axes=(*rest, a1, a2))
+    rows = tx.builder.const(np.arange(start1, start1 + length))
+    cols = tx.builder.const(np.arange(start2, start2 + length))
+    spec = (slice(None),) * len(rest) + (Operand(0), Operand(1))
+    return tx.op("getitem", moved, rows, cols, spec=spec)
+
+
+@numpy(np.diagonal)
+@method("diagonal")
+def _diagonal(tx: TraceContext, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    x = tx.node(a)
+    if x.tensor_type.ndim < 2:
+        _fail(tx, ValueError("diag requires an array of at least two dimensions"))
+    return tx.fresh(_diagonal_node(tx, x, int(offset), axis1, axis2), "array")
+
+
+@numpy(np.trace)
+@method("trace")
+def _trace(tx: TraceContext, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+           out: Any = None) -> Any:
+    if out is not None:
+        tx.graph_break("trace(out=...) is not supported by the tracer")
+    x = tx.node(a)
+    if x.tensor_type.ndim < 2:
+        _fail(tx, ValueError("diag requires an array of at least two dimensions"))
+    d = _diagonal_node(tx, x, int(offset), axis1, axis2)
+    attrs: dict[str, Any] = {"axis": (d.tensor_type.ndim - 1,), "keepdims": False}
+    if dtype is not None:
+        attrs["dtype"] = np.dtype(dtype)
+    return tx.result(tx.op("sum", d, **attrs))
+
+
+@numpy(np.diag)
+def _diag(tx: TraceContext, v: Any, k: int = 0) -> Any:
+    x = tx.node(v)
+    t = x.tensor_type
+    if t.ndim == 2:
+        return tx.fresh(_diagonal_node(tx, x, int(k), 0, 1), "array")
+    if t.ndim != 1:
+        _fail(tx, ValueError("Input must be 1- or 2-d."))
+    n = t.shape[0] + abs(int(k))
+    rows = np.arange(t.shape[0]) + max(0, -int(k))
+    cols = np.arange(t.shape[0]) + max(0, int(k))
+    base = tx.op("zeros", shape=(n, n), dtype=t.dtype)
+    out = tx.op("setitem", base, x, tx.builder.const(rows), tx.builder.const(cols), spec=(Operand(0), Operand(1)))
+    return tx.fresh(out, "array")
+
+
+def _triangle(lower: bool) -> Any:
+    def lowering(tx: TraceContext, m: Any, k: int = 0) -> Any:
+        x = tx.node(m)
+        t = x.tensor_type
+        if t.ndim < 2:
+            tx.graph_break(f"np.{'tril' if lower else 'triu'} of a 1-D array (NumPy broadcasts it to a square)")
+        mask = np.tri(t.shape[-2], t.shape[-1], int(k) - (0 if lower else 1), dtype=bool)
+        keep = tx.builder.const(mask if lower else ~mask)
+        return tx.fresh(tx.op("where", keep, x, tx.op("zeros", shape=(), dtype=t.dtype)), "array")
+
+    return lowering
+
+
+TABLE.functions[np.tril] = _triangle(True)
+TABLE.functions[np.triu] = _triangle(False)
+
+
+@numpy(np.cov)
+def _cov(tx: TraceContext, m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
+         fweights: Any = None, aweights: Any = None, *, dtype: Any = None) -> Any:
+    """NumPy's covariance: rows are variables (``rowvar``), centred, ``X @ X.T / (N - ddof)``."""
+    if y is not None or fweights is not None or aweights is not None or dtype is not None:
+        tx.graph_break("np.cov with y=, fweights=, aweights= or dtype= is not supported by the tracer")
+    x = tx.node(m)
+    t = x.tensor_type
+    if t.ndim > 2:
+        _fail(tx, ValueError("m has more than 2 dimensions"))
+    if t.dtype.kind == "c":
+        tx.graph_break("np.cov of complex values is not supported by the tracer")
+    dt = np.result_type(t.dtype, np.float64)
+    x = tx.op("astype", x, dtype=dt)
+    if t.ndim < 2:
+        x = tx.op("reshape", x, shape=(1, -1))
+    elif not rowvar:
+        x = tx.op("transpose", x, axes=(1, 0))
+    n = x.tensor_type.shape[1]
+    dd = (0 if bias else 1) if ddof is None else int(ddof)
+    if n - dd <= 0:
+        tx.graph_break("np.cov with no degrees of freedom left (NumPy warns and divides by zero)")
+    centred = tx.op("subtract", x, tx.op("mean", x, axis=(1,), keepdims=True))
+    c = tx.op("matmul", centred, tx.op("transpose", centred, axes=(1, 0)))
+    c = tx.op("multiply", c, tx.node(np.asarray(1.0 / (n - dd), dt)))
+    if x.tensor_type.shape[0] == 1:
+        c = tx.op("reshape", c, shape=())
+    return tx.fresh(c, "array")
+
+
 TABLE.note("matrix ord=2, -2 and 'nuc' (a singular value decomposition); complex input", np.linalg.norm)
 TABLE.note("complex input (the conjugate)", np.vdot)
+TABLE.note("out=", np.trace, ".trace")
+TABLE.note("1-D input (NumPy broadcasts it to a square)", np.tril, np.triu)
+TABLE.note("y=, fweights=, aweights=, dtype=; complex input", np.cov)

@@ -175,6 +175,24 @@ def sort_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
             yield Case((x,), lambda v, a=dict(attrs): fn(v, **a), attrs)
 
 
+@cases_for("cumsum", "cumprod")
+def scan_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    fn = getattr(np, name)
+    for i, dtype in enumerate(DTYPES):
+        x = sample((2, 3, 4), dtype, rng, LAYOUTS[i % 3])
+        for axis, out in ((None, None), (0, None), (-1, None), (1, np.float64)):
+            attrs = {"axis": axis, "dtype": out}
+            yield Case((x,), lambda v, a=dict(attrs): fn(v, **a), attrs)
+
+
+@cases_for("searchsorted")
+def searchsorted_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    a = np.sort(rng.integers(0, 10, 12)).astype(np.float64)
+    for side in ("left", "right"):
+        for v in (np.array([0.0, 3.0, 11.0]), np.float64(4.0), rng.integers(0, 12, (2, 3))):
+            yield Case((a, v), lambda x, y, s=side: np.searchsorted(x, y, side=s), {"side": side})
+
+
 # ------------------------------------------------------------------------------------------------ shape ops
 
 
@@ -477,7 +495,8 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.REDUCTION: {"sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"},
         OpKind.SHAPE: {"reshape", "transpose", "broadcast_to", "concatenate", "stack"},
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
-        OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort"},
+        OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort", "cumsum", "cumprod",
+                          "searchsorted"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
         OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]

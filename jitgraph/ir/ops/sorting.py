@@ -47,3 +47,22 @@ def _argsort(x: Any, axis: int | None, kind: str = "quicksort") -> Any:
 define(Op("sort", OpKind.INDEXING, _infer("sort"), _sort, doc="np.sort(x, axis, kind): a sorted copy"))
 define(Op("argsort", OpKind.INDEXING, _infer("argsort"), _argsort,
           doc="np.argsort(x, axis, kind): the indices that sort x (intp)"))
+
+
+def _infer_searchsorted(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
+    a, v = types
+    if a.ndim != 1:
+        err = ValueError("object too deep for desired array")
+        raise type_error(str(err), err)
+    if attrs.get("side", "left") not in ("left", "right"):
+        err = ValueError(f"side must be 'left' or 'right' (got {attrs.get('side')!r})")
+        raise type_error(str(err), err)
+    return TensorType(v.shape, np.dtype(np.intp))
+
+
+def _searchsorted(a: Any, v: Any, side: str = "left") -> Any:
+    return np.searchsorted(a, v, side=side)
+
+
+define(Op("searchsorted", OpKind.INDEXING, _infer_searchsorted, _searchsorted,
+          doc="np.searchsorted(a, v, side): insertion points of v in the sorted 1-D a (intp)"))
