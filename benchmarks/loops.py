@@ -91,6 +91,84 @@ def newton_sqrt(a, tol):
     return x
 
 
+def histogram(x, bins):
+    counts = np.zeros(bins, dtype=np.int64)
+    lo = x.min()
+    width = (x.max() - lo) / bins
+    for i in range(x.shape[0]):
+        k = int((x[i] - lo) / width)
+        if k >= bins:
+            k = bins - 1
+        counts[k] += 1
+    return counts
+
+
+def insertion_sort(a):
+    for i in range(1, a.shape[0]):
+        key = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = key
+    return a
+
+
+def viterbi(log_init, log_trans, log_emit, obs):
+    n_states = log_init.shape[0]
+    T = obs.shape[0]
+    score = log_init + log_emit[:, obs[0]]
+    back = np.zeros((T, n_states), dtype=np.int64)
+    for t in range(1, T):
+        cand = score[:, None] + log_trans
+        back[t] = cand.argmax(axis=0)
+        score = cand.max(axis=0) + log_emit[:, obs[t]]
+    return score.max()
+
+
+def lcs_table(a, b):
+    n, m = a.shape[0], b.shape[0]
+    L = np.zeros((n + 1, m + 1), dtype=np.int64)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            if a[i - 1] == b[j - 1]:
+                L[i, j] = L[i - 1, j - 1] + 1
+            else:
+                L[i, j] = max(L[i - 1, j], L[i, j - 1])
+    return L[n, m]
+
+
+def nbody_step(pos, vel, mass, dt):
+    n = pos.shape[0]
+    acc = np.zeros_like(pos)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                dx = pos[j, 0] - pos[i, 0]
+                dy = pos[j, 1] - pos[i, 1]
+                dz = pos[j, 2] - pos[i, 2]
+                r2 = dx * dx + dy * dy + dz * dz + 1e-3
+                f = mass[j] / (r2 * np.sqrt(r2))
+                acc[i, 0] += f * dx
+                acc[i, 1] += f * dy
+                acc[i, 2] += f * dz
+    vel += dt * acc
+    pos += dt * vel
+    return pos
+
+
+def power_iteration(A, v, tol):
+    err = 1.0
+    lam = 0.0
+    while err > tol:
+        w = A @ v
+        lam_new = np.sqrt((w * w).sum())
+        v = w / lam_new
+        err = abs(lam_new - lam)
+        lam = lam_new
+    return lam
+
+
 # ----------------------------------------------------------------------------- the graphs the tracer should record
 
 
@@ -245,7 +323,7 @@ def build_newton_sqrt(a: np.ndarray, tol: float) -> Graph:
 class Kernel:
     name: str
     fn: Callable[..., Any]
-    build: Callable[..., Graph]
+    build: Callable[..., Graph] | None  # None: traced only
     make: Callable[[bool], tuple[Any, ...]]
 
 
@@ -278,7 +356,31 @@ def kernels() -> list[Kernel]:
         Kernel("CSR SpMV", spmv, build_spmv, lambda q: _csr(30 if q else 100_000, 10, rng)),
         Kernel("Newton sqrt (while)", newton_sqrt, build_newton_sqrt,
                lambda q: (rng.uniform(1, 100, 50 if q else 1_000_000), 1e-10)),
+        # Issue 21: six loops written before any tuning, traced only (no hand-built graph).
+        Kernel("histogram", histogram, None, lambda q: (rng.standard_normal(100 if q else 1_000_000), 64)),
+        Kernel("insertion sort", insertion_sort, None, lambda q: (rng.standard_normal(30 if q else 3000),)),
+        Kernel("Viterbi", viterbi, None, lambda q: _hmm(8 if q else 32, 20 if q else 2000, rng)),
+        Kernel("LCS table", lcs_table, None,
+               lambda q: tuple(rng.integers(0, 4, 20 if q else 1500).astype(np.int64) for _ in range(2))),
+        Kernel("n-body step", nbody_step, None, lambda q: (rng.standard_normal((16 if q else 500, 3)),
+                                                           rng.standard_normal((16 if q else 500, 3)),
+                                                           rng.uniform(0.5, 1, 16 if q else 500), 0.01)),
+        Kernel("power iteration (while)", power_iteration, None,
+               lambda q: (_spd(20 if q else 300, rng), np.ones(20 if q else 300), 1e-9)),
     ]
+
+
+def _hmm(states: int, steps: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    def log_rows(shape: tuple[int, int]) -> np.ndarray:
+        p = rng.uniform(0.1, 1, shape)
+        return np.log(p / p.sum(axis=1, keepdims=True))
+    return (np.log(np.full(states, 1.0 / states)), log_rows((states, states)), log_rows((states, 16)),
+            rng.integers(0, 16, steps).astype(np.int64))
+
+
+def _spd(n: int, rng: np.random.Generator) -> np.ndarray:
+    a = rng.uniform(-1, 1, (n, n))
+    return a @ a.T / n + np.diag(np.linspace(1, 2, n))
 
 
 def _copy_args(args: tuple[Any, ...]) -> list[Any]:
@@ -331,7 +433,7 @@ def run_kernel(k: Kernel, quick: bool, hand_built: bool) -> dict[str, Any]:
 
     args = k.make(quick)
     expected = k.fn(*_copy_args(args))
-    fn, compile_s = (_hand_built if hand_built else _traced)(k, args)
+    fn, compile_s = (_hand_built if hand_built and k.build is not None else _traced)(k, args)
     got = fn(*_copy_args(args))
     nb = numba.njit(k.fn)
     started = time.perf_counter()
