@@ -23,12 +23,14 @@ import hashlib
 import pickle
 import sys
 import threading
-import weakref
 from typing import Any
 
 from jitgraph.jit import CompiledFunction
 
-_REBUILT: weakref.WeakValueDictionary[bytes, CompiledFunction] = weakref.WeakValueDictionary()
+# Held strongly (a task's function is dropped when the task ends, and the next task would rebuild it and trace
+# again), the least recently used dropped beyond REBUILT_LIMIT.
+REBUILT_LIMIT = 64
+_REBUILT: dict[bytes, CompiledFunction] = {}
 _lock = threading.Lock()
 
 __all__ = ["by_value", "install", "rebuild", "reduce_compiled"]
@@ -50,15 +52,18 @@ def by_value(cf: CompiledFunction) -> bool:
 
 def rebuild(payload: bytes) -> CompiledFunction:
     """The compiled function of :func:`reduce_compiled`'s bytes (the function and its options). The same bytes
-    give the same object in one process while it lives: a Dask worker unpickles a task's function for every task,
-    and a fresh object each time would trace and compile (or load kernels) on every task instead of once."""
+    give the same object in one process (among the last :data:`REBUILT_LIMIT` payloads): a Dask worker unpickles
+    a task's function for every task, and a fresh object each time would trace and compile (or load kernels) on
+    every task instead of once."""
     key = hashlib.sha256(payload).digest()
     with _lock:
-        cf = _REBUILT.get(key)
+        cf = _REBUILT.pop(key, None)
         if cf is None:
             fn, backend, fullgraph, cache_limit, options = pickle.loads(payload)
             cf = CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
-            _REBUILT[key] = cf
+        _REBUILT[key] = cf  # most recently used last
+        while len(_REBUILT) > REBUILT_LIMIT:
+            _REBUILT.pop(next(iter(_REBUILT)))
     return cf
 
 

@@ -4,6 +4,9 @@ The CPU backend counts, per process, the kernel modules it wrote to and loaded f
 kernels Numba compiled or loaded from its cache (``jitgraph.backends.cpu.cache.STATS``). On a cluster sharing
 ``JITGRAPH_CACHE_DIR``, a worker that starts after another has compiled a function should show ``compiled == 0``
 and ``modules_written == 0`` after its first call: that is what "compiled once per cluster" means, measured.
+
+Workers whose first calls overlap both compile (no lock spans processes; the files stay consistent because every
+write is atomic). :func:`warm` avoids that: one worker makes the first call, and the others then load.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 from jitgraph.backends.cpu import cache as kernel_cache
 from jitgraph.backends.cpu.cache_safety import cache_dir
 
-__all__ = ["cache_stats", "cluster_cache_stats", "worker_cache_dir"]
+__all__ = ["cache_stats", "cluster_cache_stats", "warm", "worker_cache_dir"]
 
 
 def cache_stats() -> dict[str, int]:
@@ -30,3 +33,18 @@ def worker_cache_dir() -> str:
 def cluster_cache_stats(client: Any) -> dict[str, dict[str, int]]:
     """``{worker address: cache_stats()}`` for every worker of a ``distributed.Client``."""
     return client.run(cache_stats)
+
+
+def _first_call(f: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, int]:
+    before = cache_stats()
+    f(*args, **kwargs)
+    after = cache_stats()
+    return {k: after[k] - before[k] for k in after}
+
+
+def warm(client: Any, f: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
+    """Call ``f(*args, **kwargs)`` on one worker of ``client`` (arguments shaped like one block), so that its
+    kernels are in the shared cache before the other workers' first calls; returns what that call did to the
+    cache (``compiled``: kernels Numba compiled, ``cache_hits``: kernels loaded)."""
+    first = min(client.scheduler_info()["workers"])
+    return client.submit(_first_call, f, args, kwargs, workers=[first], pure=False).result()

@@ -99,6 +99,19 @@ def test_second_worker_loads_every_kernel_from_the_shared_cache(client):
     np.testing.assert_allclose(b["result"], np.sqrt(np.abs(x * k - 0.6789)) + x * 0.4242)
 
 
+def test_warm_then_concurrent_first_calls_compile_nothing(client):
+    x = np.linspace(-1, 1, 500)
+    probe = H.make_probe(2.0 + random.random())
+    warmed = jd.warm(client, probe, x)
+    assert warmed["compiled"] >= 1
+    workers = sorted(client.scheduler_info()["workers"])
+    calls = [client.submit(H.probe_on_worker, probe, x, workers=[w], pure=False) for w in workers]
+    warm_one, other = (call.result() for call in calls)  # at once, on both workers
+    assert warm_one["misses"] == 1  # the warmed worker kept the function it rebuilt: no second trace
+    assert warm_one["delta"]["compiled"] == 0 and warm_one["delta"]["modules_loaded"] == 0
+    assert other["delta"]["compiled"] == 0 and other["delta"]["cache_hits"] >= 1
+
+
 def test_training_example_equals_one_process_training(client):
     sys.path.insert(0, str(EXAMPLES))
     try:
