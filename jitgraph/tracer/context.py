@@ -69,6 +69,8 @@ class TraceContext:
         # replay rewrites each call would otherwise fail its value guard on every call): side_effects.py.
         self.dynamic_sources = dynamic_sources
         self.side_effects = SideEffects()
+        self.copies_of: dict[int, list[Any]] = {}  # a caller's list/dict id -> the tracer's copies of it
+        self.copy_origin: dict[int, list[Any]] = {}  # a copy's id -> every copy of the same caller's container
         self.may_split = True  # print/logging/np.random calls cut the graph (split.py) instead of breaking
         self.cuts: list[Any] = []  # split.Cut, in trace order  # stores into objects the trace does not own, replayed after the graph
         self.buffers: list[Buffer] = []
@@ -335,6 +337,13 @@ class TraceContext:
     def _mark_external(self, original: Any, wrapped: Any, source: Source) -> Any:
         self.caller_owned.add(id(wrapped))
         self.external[id(wrapped)] = (wrapped, source)
+        # One caller's container copied twice (reached through two paths): a store through one copy would not
+        # show through the other, so the side-effect recorder refuses to write either (side_effects.py).
+        copies = self.copies_of.setdefault(id(original), [])
+        copies.append(wrapped)
+        self.copy_origin[id(wrapped)] = copies
+        if len(copies) > 1 and any(id(c) in self.side_effects.written for c in copies):
+            self.graph_break(f"{source.name} is a container written earlier in this call through another path")
         self._keep.append(original)
         self._keep.append(wrapped)
         return wrapped

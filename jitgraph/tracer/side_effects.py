@@ -85,6 +85,11 @@ class SideEffects:
     def __bool__(self) -> bool:
         return bool(self.effects)
 
+    @property
+    def written(self) -> dict[int, Effect]:
+        """The containers written so far, by the id of the tracer's copy."""
+        return self._containers
+
     # ---- recording ------------------------------------------------------------------------------------------
     def attr(self, obj: Any, name: str, default: Any = None) -> Any:
         """The value this trace stored into ``obj.name`` (or the module dict's ``name``), else ``default``."""
@@ -114,6 +119,9 @@ class SideEffects:
         _refuse_region(tx, what)
         if id(container) in self._containers:
             return
+        if len(tx.copy_origin.get(id(container), ())) > 1:
+            tx.graph_break(f"{what} on a container the trace reached through two paths (a write through one would "
+                           "not show through the other)")
         source = tx.source_of(container)
         if source is None or not isinstance(container, list | dict):
             tx.graph_break(f"{what} mutates a caller's {type(container).__name__} the tracer cannot write back")

@@ -124,3 +124,15 @@ def test_a_check_after_the_eager_call_refuses_the_split() -> None:
     compiled(1.0, 2.0)
     (reason,) = compiled.break_reasons()
     assert "after an eager call" in reason.reason
+
+
+def test_a_container_reached_through_two_paths_is_not_written_through_one() -> None:
+    def f(a, b, x):
+        a.items.append(x)
+        return len(b.items)
+
+    a, b = Box(), Box()
+    a.items = b.items = [1]
+    compiled = jitgraph.compile(f, backend="eager")
+    assert compiled(a, b, X) == 2 and len(a.items) == 2
+    assert "two paths" in compiled.break_reasons()[0].reason or "another path" in compiled.break_reasons()[0].reason
