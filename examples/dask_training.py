@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness, run from anywhere
 from _harness import FirstCall, agreed, assert_same, print_table
+from distributed import wait  # the dask extra: pip install 'jitgraph[dask]'
 
 import jitgraph
 import jitgraph.dask  # compiled functions defined here travel to the workers by value
@@ -142,8 +143,12 @@ def train_distributed(client: Any, params: dict[str, np.ndarray], x: np.ndarray,
             start = time.perf_counter()
         lo = (step % steps_per_epoch) * local
         [shared] = client.scatter([params], broadcast=True, hash=False)
-        parts = [client.submit(worker_step, shared, sx, sy, lo, lo + local, batch, gradient, workers=[a], pure=False)
-                 for (sx, sy), a in zip(shards, addresses)]
+        parts = []
+        for (sx, sy), a in zip(shards, addresses):
+            parts.append(client.submit(worker_step, shared, sx, sy, lo, lo + local, batch, gradient, workers=[a],
+                                       pure=False))
+            if step == 0 and compiled:  # the first worker compiles, the others then load its kernels from the
+                wait(parts[0])           # shared cache instead of all compiling the same kernels at once
         loss, grads = tree_sum(client, parts, add).result()
         for k in params:
             params[k] -= lr * grads[k]
@@ -193,7 +198,7 @@ def main() -> None:
     parser.add_argument("--scheduler", help="address of a running dask scheduler (default: a LocalCluster)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     args = parser.parse_args()
-    from distributed import Client, LocalCluster  # the dask extra: pip install 'jitgraph[dask]'
+    from distributed import Client, LocalCluster
 
     if args.scheduler:
         client = Client(args.scheduler)

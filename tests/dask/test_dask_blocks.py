@@ -73,10 +73,10 @@ def test_raw_blockwise_and_reduction_accept_compiled_functions():
     np.testing.assert_allclose(total.compute(), XN.sum(axis=0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("axis", [None, 1])
 def test_mean_var_from_partial_moments(axis):
-    data = (RNG.normal(size=(301, 37)) * 3 + 1e4).astype(np.float32)  # a large mean: naive sums lose digits
-    x = da.from_array(data, chunks=(64, 10))
+    data = (RNG.normal(size=(256, 30)) * 3 + 1e4).astype(np.float32)  # a large mean: naive sums lose digits
+    x = da.from_array(data, chunks=(64, 15))  # one block shape (each is a compile); the cluster test has edges
     m, v = dask.compute(*jd.mean_var(x, axis=axis, ddof=1, split_every=2))
     ref = data.astype(np.float64)
     np.testing.assert_allclose(m, ref.mean(axis=axis), rtol=1e-12)

@@ -9,7 +9,6 @@ a ``__main__`` function shipped by value (guards, eager fallback and explain wor
 from __future__ import annotations
 
 import importlib
-import os
 import random
 import site
 import sys
@@ -33,11 +32,10 @@ RNG = np.random.default_rng(1)
 
 
 @pytest.fixture(scope="module")
-def client(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory):
-    # The kernel cache of tests/test_examples.py (kept between runs): Numba compiles dominate a cold run, and the
-    # shared-cache test makes a kernel of its own that no earlier run has compiled.
-    cache = os.environ.get("JITGRAPH_CACHE_DIR") or getattr(pytestconfig, "cache", None)
-    cache = cache.mkdir("jitgraph_kernels") if hasattr(cache, "mkdir") else cache or tmp_path_factory.mktemp("k")
+def client():
+    # The workers share this process's kernel cache: kernels the in-process tests compiled load there (Numba
+    # compiles dominate a cold run), and the shared-cache tests make kernels of their own that no run has compiled.
+    cache = jd.worker_cache_dir()
     try:
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=None, env={"JITGRAPH_CACHE_DIR": str(cache)})
@@ -62,8 +60,8 @@ def test_map_blocks_fused_and_softmax_equal_numpy(client):
 
 
 def test_mean_var_across_chunks(client):
-    data = (RNG.normal(size=(512, 20)) * 2 + 300).astype(np.float32)
-    x = da.from_array(data, chunks=(128, 20))
+    data = (RNG.normal(size=(500, 20)) * 2 + 300).astype(np.float32)
+    x = da.from_array(data, chunks=(128, 20))  # an edge block of 116 rows
     m, v = dask.compute(*jd.mean_var(x, axis=0, ddof=1))
     np.testing.assert_allclose(m, data.astype(np.float64).mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(v, data.astype(np.float64).var(axis=0, ddof=1), rtol=1e-9)
