@@ -139,13 +139,36 @@ def test_int_dtypes_wrap_like_numpy() -> None:
 
 def test_unsupported_op_falls_back_with_a_reason() -> None:
     b = GraphBuilder()
-    x = b.input(TensorType((3, 3), F64), "x")
+    x = b.input(TensorType((2, 3, 3), F64), "x")  # a batched product: loop bodies have 1-D and 2-D ones only
     (y,) = build_loop(b, 0, 2, 1, [x], lambda rb, i, v: [rb.op("matmul", v, v)])
     g = b.build([y])
     compiled = compile_or_eager(g)
     assert "matmul" in compiled.fallback_reason()
-    x = np.eye(3) * 2
-    np.testing.assert_array_equal(compiled([x])[0], np.eye(3) * 16)
+    x = np.stack([np.eye(3) * 2] * 2)
+    np.testing.assert_array_equal(compiled([x])[0], np.stack([np.eye(3) * 16] * 2))
+
+
+def test_small_products_in_a_loop_body_compile() -> None:
+    """2-D @ 2-D and 1-D @ 2-D inside a loop body (an RNN cell, a 3x3 rotation) run in the driver."""
+    b = GraphBuilder()
+    m = b.input(TensorType((3, 3), F64), "m")
+    h = b.input(TensorType((3,), F64), "h")
+
+    def body(rb: GraphBuilder, i: Node, mv: Node, hv: Node) -> list[Node]:
+        return [rb.op("matmul", mv, mv), rb.op("matmul", hv, rb.op("transpose", mv, axes=(1, 0)))]
+
+    outs = build_loop(b, 0, 3, 1, [m, h], body)
+    g = b.build(list(outs))
+    compiled = compile_or_eager(g)
+    assert compiled.fallback_reason() is None
+    rng = np.random.default_rng(0)
+    m0, h0 = rng.standard_normal((3, 3)) / 2, rng.standard_normal(3)
+    got = compiled([m0, h0])
+    ref_m, ref_h = m0, h0
+    for _ in range(3):
+        ref_m, ref_h = ref_m @ ref_m, ref_h @ ref_m.T
+    np.testing.assert_allclose(got[0], ref_m, rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref_h, rtol=1e-12)
 
 
 def test_whole_array_body_stays_in_one_driver() -> None:

@@ -73,6 +73,10 @@ def emit_linalg(em: Emitter, node: Node, indent: int) -> str:
         return f"dot_vv({x}, {y})"
     if node.op in ("dot", "matmul") and shapes == (2, 1):
         return f"dot_mv({x}, {y})"
+    if node.op in ("dot", "matmul") and shapes == (1, 2):
+        return f"dot_vm({x}, {y})"
+    if node.op in ("dot", "matmul") and shapes == (2, 2):
+        return f"dot_mm({x}, {y})"
     if node.op == "outer" and shapes == (1, 1):
         return f"outer({x}, {y})"
     raise UnsupportedError(f"{node.op} of {shapes[0]}-D by {shapes[1]}-D arrays is not supported in loop bodies")

@@ -35,15 +35,58 @@ def dot_range(a, b, lo, hi, acc):
     return acc
 
 
-@numba.njit(cache=False, error_model="numpy")
+@numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
 def dot_mv(a, b):
-    """2-D · 1-D."""
-    out = np.zeros(a.shape[0], dtype=a.dtype)
-    for r in range(a.shape[0]):
-        acc = out[r]
-        for k in range(a.shape[1]):
-            acc += a[r, k] * b[k]
-        out[r] = acc
+    """2-D · 1-D, as BLAS gemv walks it: rows of a C-ordered matrix as dot products (reassociated, like
+    :func:`dot_range`, so they vectorise), a column-major one (``A.T``) column by column as axpy updates."""
+    n, m = a.shape
+    out = np.zeros(n, dtype=a.dtype)
+    if a.strides[0] >= a.strides[1]:
+        for r in range(n):
+            acc = out[r]
+            for k in range(m):
+                acc += a[r, k] * b[k]
+            out[r] = acc
+    else:
+        for k in range(m):
+            bk = b[k]
+            for r in range(n):
+                out[r] += a[r, k] * bk
+    return out
+
+
+@numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
+def dot_vm(a, b):
+    """1-D · 2-D: ``out[c] = sum_k a[k] * b[k, c]``; a C-ordered ``b`` row by row (axpy, contiguous), a
+    column-major one (``B.T``) column by column as dot products."""
+    n, m = b.shape
+    out = np.zeros(m, dtype=b.dtype)
+    if b.strides[0] >= b.strides[1]:
+        for k in range(n):
+            ak = a[k]
+            for c in range(m):
+                out[c] += ak * b[k, c]
+    else:
+        for c in range(m):
+            acc = out[c]
+            for k in range(n):
+                acc += a[k] * b[k, c]
+            out[c] = acc
+    return out
+
+
+@numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
+def dot_mm(a, b):
+    """2-D · 2-D for the small products of loop bodies (a 3x3 rotation, a 64x64 recurrent weight): i-k-j order,
+    the inner loop along a row of ``b`` and of the result."""
+    n, kk = a.shape
+    m = b.shape[1]
+    out = np.zeros((n, m), dtype=a.dtype)
+    for i in range(n):
+        for k in range(kk):
+            aik = a[i, k]
+            for j in range(m):
+                out[i, j] += aik * b[k, j]
     return out
 
 
