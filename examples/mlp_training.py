@@ -129,7 +129,7 @@ def example_train_step() -> tuple:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     n, dim, hidden, classes, batch, epochs = (512, 32, 64, 10, 64, 2) if args.small else \
-        (16384, 256, 512, 10, 128, 3)
+        (16384, 256, 512, 10, 128, 5)
     x, y = make_dataset(n, dim, classes)
     compiled_step = jitgraph.compile(train_step, backend=args.backend)
     first = FirstCall(compiled_step)
