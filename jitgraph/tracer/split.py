@@ -70,8 +70,8 @@ class SplitPlan:
 def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Cut the trace at this call and return the value the trace goes on with, or NOT_CUT."""
     kind = _kind(fn)
-    if kind is None or tx.in_region or not tx.may_split:
-        return NOT_CUT
+    if kind is None or tx.in_region or not tx.may_split or (fn is builtins.print and "file" in kwargs):
+        return NOT_CUT  # print(file=...) writes to a stream the trace does not model: it stays a break
     values = list(args) + list(kwargs.values())
     if not all(_passable(v) for v in values):
         return NOT_CUT
