@@ -4,12 +4,13 @@ cannot (a script's ``__main__``, a notebook, a module registered with ``cloudpic
 ``CompiledFunction.__reduce__`` pickles a module-level function as ``module.qualname``, as pickle does plain
 functions. For ``__main__`` that reference means nothing on a Dask worker (its ``__main__`` is the worker's own),
 and cloudpickle cannot change it: its by-value rule applies to functions and classes, and a ``CompiledFunction``
-is an instance whose ``__reduce__`` answers with a name. :func:`install` registers a reducer in
-``copyreg.dispatch_table`` (consulted before ``__reduce__`` by pickle and, through its chained table, by
-cloudpickle) that saves such a function *by value*: the wrapped Python function and the compile options, as
-cloudpickle bytes, so the stream loads with plain ``pickle.loads`` wherever cloudpickle is installed. Closures
-(not reachable by name) travel the same way, so that one payload gives one object per worker process (below).
-Everything reachable by its name in an importable module keeps ``CompiledFunction.__reduce__``.
+is an instance whose ``__reduce__`` answers with a name. :func:`install` registers a reducer in *cloudpickle's*
+dispatch table (``cloudpickle.Pickler.dispatch_table``, consulted before ``__reduce__``) that saves such a
+function, and a closure (not reachable by its name), *by value*: the wrapped Python function and the compile
+options, as cloudpickle bytes. Plain ``pickle`` is left as it was (by reference; a closure fails, as a local
+function does), exactly as cloudpickle and pickle differ for plain functions. Dask's serializer tries pickle,
+and turns to cloudpickle for anything that mentions ``__main__`` or that pickle refuses, so both cases reach the
+reducer. Everything reachable by its name in an importable module keeps ``CompiledFunction.__reduce__``.
 
 What travels is the function, never a compiled kernel: the worker builds a fresh ``CompiledFunction`` whose first
 call traces and compiles there, loading kernels from the disk cache (``JITGRAPH_CACHE_DIR``) when another process
@@ -18,7 +19,6 @@ has already compiled them. Guards, eager fallback and ``explain`` are the worker
 
 from __future__ import annotations
 
-import copyreg
 import hashlib
 import pickle
 import sys
@@ -82,5 +82,11 @@ def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
 
 
 def install() -> None:
-    """Register :func:`reduce_compiled` for ``CompiledFunction`` (idempotent; ``import jitgraph.dask`` does it)."""
-    copyreg.pickle(CompiledFunction, reduce_compiled)
+    """Register :func:`reduce_compiled` for ``CompiledFunction`` with cloudpickle (idempotent; ``import
+    jitgraph.dask`` does it; nothing happens without cloudpickle)."""
+    try:
+        import cloudpickle  # optional dependency (the dask extra installs it)
+    except ImportError:
+        return
+    # A ChainMap whose first map is cloudpickle's own table: plain pickle's copyreg table is not touched.
+    cloudpickle.Pickler.dispatch_table[CompiledFunction] = reduce_compiled
