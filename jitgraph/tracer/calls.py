@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.tracer import bytecode, split
+from jitgraph.tracer import bytecode, side_effects, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
 from jitgraph.tracer.numpy_table import ARRAY_METHODS, NUMPY, UFUNC_METHODS
 from jitgraph.tracer.side_effects import AppendOnlyList
+from jitgraph.tracer.supers import SuperProxy, super_attr
 from jitgraph.tracer.values import (
     ArrayMethod,
     BoundBuiltin,
@@ -68,6 +69,8 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> 
         return _lowered(tx, lowering, args, kwargs)
     if fn is getattr:  # an attribute load, which may call a property: here, beside load_attr
         return _lowered(tx, _getattr, args, kwargs)
+    if fn is setattr:  # an attribute store, recorded and replayed like ``obj.name = value``
+        return _lowered(tx, _setattr, args, kwargs)
     if isinstance(fn, types.FunctionType):
         module = getattr(fn, "__module__", None) or ""
         if module.split(".")[0] == "numpy":
@@ -239,6 +242,8 @@ _PLAIN_ATTR_TYPES = (int, float, bool, complex, str, bytes, slice, range, np.dty
 def load_attr(tx: TraceContext, obj: Any, name: str) -> Any:
     if isinstance(obj, TArray):
         return array_attr(tx, obj, name)
+    if isinstance(obj, SuperProxy):
+        return super_attr(tx, obj, name, call)
     if isinstance(obj, AppendOnlyList):
         return BoundBuiltin(obj, name)
     if isinstance(obj, types.ModuleType):
@@ -279,6 +284,16 @@ def _getattr(tx: TraceContext, obj: Any, name: str, *default: Any) -> Any:
     if default:
         tx.graph_break("getattr with a default")
     return load_attr(tx, obj, name)
+
+
+def _setattr(tx: TraceContext, obj: Any, name: str, value: Any) -> None:
+    if not isinstance(name, str):
+        tx.graph_break("setattr with a non-constant name")
+    if not tx.side_effects.has_attr(obj, name) and tx.attribute_unchanged(obj, name, value):
+        return
+    side_effects.refuse_attr_store(tx, obj, name)
+    tx.side_effects.store_attr(tx, obj, name, value)
+    return
 
 
 def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:

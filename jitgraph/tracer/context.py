@@ -18,10 +18,10 @@ from jitgraph.device_arrays import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
 from jitgraph.ir.ops import OPS, OpKind, get_op
-from jitgraph.ir.ops.rules import proto
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
+from jitgraph.tracer.int_overflow import python_int_overflow
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
 from jitgraph.tracer.region_state import BodyBuilder, RegionState
 from jitgraph.tracer.side_effects import AppendOnlyList, SideEffects
@@ -142,7 +142,7 @@ class TraceContext:
             node = self.builder.op(name, *inputs, **attrs)
         except TypeInferenceError as exc:
             self.graph_break(f"NumPy would raise here: {exc.message}", getattr(exc, "original", None) or exc)
-        overflow = _python_int_overflow(name, inputs, attrs)
+        overflow = python_int_overflow(name, inputs, attrs)
         if overflow is not None:
             self.graph_break(f"NumPy would raise here: {overflow}", overflow)
         return node
@@ -495,34 +495,3 @@ def is_immutable_module(module: types.ModuleType) -> bool:
 
 
 __all__ = ["GraphBreak", "TraceContext", "is_immutable_module"]
-
-
-def _python_int_overflow(name: str, inputs: tuple[Node, ...], attrs: dict[str, Any]) -> BaseException | None:
-    """NumPy's error for a Python int that does not fit the integer dtype it meets (``int8_array + 300`` raises
-    OverflowError under NEP 50; so does storing it, ``uint8_array[...] = -1``). Types alone cannot tell -- the rule
-    depends on the value -- so elementwise ops and stores with Python int constants are tried on prototypes holding
-    the real values, as NumPy would run them."""
-    if name == "setitem":  # x[i] = s: whatever the index, NumPy converts s to the array's dtype first
-        target, value = inputs[0], inputs[1]
-        if value.op != "const" or not value.tensor_type.weak or type(value.attrs["value"]) is not int:
-            return None
-        try:
-            np.zeros((), target.tensor_type.dtype)[...] = value.attrs["value"]
-        except OverflowError as exc:
-            return exc
-        return None
-    if OPS[name].kind is not OpKind.ELEMENTWISE:
-        return None
-    ints = [i for i in inputs if i.op == "const" and i.tensor_type.weak and type(i.attrs["value"]) is int]
-    # bool arrays too: NumPy converts the Python int to the default int there, which fails beyond int64
-    if not ints or not any(i.tensor_type.dtype.kind in "biu" and not i.tensor_type.weak for i in inputs):
-        return None
-    args = [i.attrs["value"] if i in ints else proto(i.tensor_type, ()) for i in inputs]
-    try:
-        with np.errstate(all="ignore"):
-            OPS[name].impl(*args, **attrs)
-    except OverflowError as exc:
-        return exc
-    except Exception:  # noqa: BLE001 - any other complaint was already raised by the op's type rule
-        return None
-    return None

@@ -136,3 +136,16 @@ def test_a_container_reached_through_two_paths_is_not_written_through_one() -> N
     compiled = jitgraph.compile(f, backend="eager")
     assert compiled(a, b, X) == 2 and len(a.items) == 2
     assert "two paths" in compiled.break_reasons()[0].reason or "another path" in compiled.break_reasons()[0].reason
+
+
+def setattr_loop(obj, grads):
+    for name in ("W", "b"):
+        setattr(obj, name, getattr(obj, name) - 0.1 * grads[name])
+    return obj.W.sum()
+
+
+def test_setattr_with_constant_names() -> None:
+    layer = Box()
+    layer.W, layer.b = np.ones((2, 2)), np.zeros(2)
+    compiled = run_both(setattr_loop, layer, {"W": np.ones((2, 2)), "b": np.ones(2)})
+    assert compiled.break_reasons() == []
