@@ -255,7 +255,10 @@ def compare(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             return _compare_none(tx, symbol, b if _is_none(a) else a)
-        return tx.result(tx.op(COMPARE_UFUNC[symbol], tx.node(a), tx.node(b)))
+        node = tx.op(COMPARE_UFUNC[symbol], tx.node(a), tx.node(b))
+        if _is_py_number(a) and _is_py_number(b):  # Python numbers compare to a Python bool, not np.bool_
+            return tx.fresh(node, "py")
+        return tx.result(node)
     return python_op(tx, PY_COMPARE[symbol], a, b, symbol)
 
 

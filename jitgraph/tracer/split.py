@@ -1,6 +1,6 @@
 """Graph breaks that split the function instead of abandoning it (issue 18), for the common uncapturable calls:
-``print``, a ``logging.Logger`` method, and ``np.random`` draws (module functions, ``RandomState`` and
-``Generator`` methods).
+``print``, a ``logging.Logger`` method, ``np.random`` draws and seeding (module functions, ``RandomState`` and
+``Generator`` methods), and clock readings (``time.time``, ``time.perf_counter``, ...).
 
 Where the tracer meets such a call (outside loop and branch regions) it does not break: it records a *cut*
 (:class:`Cut`) -- the callee, its arguments as output specs over graph values, and, for a draw, a new graph value
@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import builtins
 import logging
+import time
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -90,8 +91,8 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
     arg_specs = tuple(_spec(tx, v, nodes) for v in args)
     kw_specs = {k: _spec(tx, v, nodes) for k, v in kwargs.items()}
     result_node, check, value = None, None, None
-    if kind == "draw":
-        sample = _dry_draw(fn, args, kwargs)
+    if kind in ("draw", "clock"):
+        sample = _dry_draw(fn, args, kwargs) if kind == "draw" else fn()
         if not isinstance(sample, np.ndarray | float | int | np.generic):
             return NOT_CUT
         result_node = tx.builder.input(type_of(sample), f"{getattr(fn, '__name__', 'draw')}() result")
@@ -99,7 +100,7 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
         value = TArray(Buffer(result_node), (), kind_of)
         check = (type(sample), np.shape(sample), getattr(sample, "dtype", None))
     name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "func", None), "__qualname__", "call")
-    reason = f"{name}() runs eagerly between graphs ({'a draw advances the generator' if kind == 'draw' else 'output'})"
+    reason = f"{name}() runs eagerly between graphs ({_WHY[kind]})"
     index = len(tx.builder.nodes) - (1 if result_node is not None else 0)
     tx.cuts.append(Cut(index, callee, arg_specs, kw_specs, nodes, result_node, check, reason, tx.filename,
                        tx.lineno))
@@ -112,11 +113,22 @@ def _kind(fn: Any) -> str | None:
     if isinstance(fn, BoundMethod) and isinstance(fn.self_, logging.Logger) and \
             getattr(fn.func, "__name__", "") in _LOG_METHODS and fn.func is getattr(logging.Logger, fn.func.__name__):
         return "output"
+    if fn in _CLOCKS:
+        return "clock"
+    if fn is np.random.seed or fn is np.random.set_state:
+        return "output"
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, np.random.RandomState | np.random.Generator) and not getattr(fn, "__name__", "").startswith(
-            ("seed", "set_state", "get_state", "__")):
-        return "draw"
+    if isinstance(owner, np.random.RandomState | np.random.Generator):
+        fname = getattr(fn, "__name__", "")
+        if fname in ("seed", "set_state"):
+            return "output"
+        if not fname.startswith(("get_state", "__")):
+            return "draw"
     return None
+
+
+_CLOCKS = {time.time, time.perf_counter, time.monotonic, time.process_time}
+_WHY = {"output": "output", "draw": "a draw advances the generator", "clock": "a clock reading"}
 
 
 def _passable(value: Any, depth: int = 0) -> bool:

@@ -3,6 +3,8 @@ split around print/logging/np.random calls (inside inlined calls and unrolled lo
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,24 @@ def test_setattr_with_constant_names() -> None:
     layer.W, layer.b = np.ones((2, 2)), np.zeros(2)
     compiled = run_both(setattr_loop, layer, {"W": np.ones((2, 2)), "b": np.ones(2)})
     assert compiled.break_reasons() == []
+
+
+def timed(x):
+    t0 = time.perf_counter()
+    y = np.tanh(x) * 2
+    return y, time.perf_counter() - t0 >= 0  # Python floats compare to a Python bool
+
+
+def reseeds(x):
+    np.random.seed(3)
+    return x + np.random.rand(4)
+
+
+@pytest.mark.parametrize("fn", [timed, reseeds])
+def test_clock_readings_and_seeding_split(fn) -> None:
+    compiled = run_both(fn, X)
+    assert compiled.cache_info().fallbacks == 0 and compiled.entries[0].traced.split is not None
+
+
+def test_comparing_python_float_arguments_gives_a_python_bool() -> None:
+    run_both(lambda a: (a >= 0, a < -1.0), 1.5)
