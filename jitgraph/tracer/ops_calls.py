@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
-from jitgraph.tracer import calls, side_effects, symarrays
+from jitgraph.tracer import calls, side_effects, supers, symarrays
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.values import NULL
@@ -51,7 +51,21 @@ class CallOps:
             return
         npos = len(args) - len(kwnames)
         kwargs = dict(zip(kwnames, args[npos:]))
+        if fn is super and not kwargs:  # super() reads this frame's __class__ cell and first argument
+            self.push(supers.make_super(self.tx, self, list(args)))
+            return
         self.push(calls.call(self.tx, fn, list(args[:npos]), kwargs))
+
+    def op_LOAD_SUPER_ATTR(self: Frame, ins: Instr) -> None:
+        """3.12+: ``super().name`` with ``super``, the class and the instance on the stack; bit 0 of the argument
+        asks for a method (pushed after a NULL, as LOAD_METHOD does), bit 1 marks ``super(cls, obj)``."""
+        cls, obj = self.popn(2)
+        self.pop()  # the global super
+        proxy = supers.make_super(self.tx, self, [cls, obj])
+        value = calls.load_attr(self.tx, proxy, ins.argval)
+        if (ins.arg or 0) & 1:
+            self.push(NULL)
+        self.push(value)
 
     def op_CALL_FUNCTION_EX(self: Frame, ins: Instr) -> None:
         kwargs = self.pop() if ins.arg & 1 else {}
