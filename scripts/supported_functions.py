@@ -94,6 +94,10 @@ def render() -> str:
         lines += [f"## {title}", ""] + _table(rows) + [""]
     lines += ["## Breaks", ""] + _table(breaks, "reason") + [""]
     lines += ["ndarray attributes: `shape`, `ndim`, `size`, `dtype`, `itemsize`, `nbytes`, `T`.", ""]
+    lines += ["Also traced by the interpreter itself: `super()` (zero- and two-argument) in methods, `getattr` with a "
+              "constant name, index tricks `np.c_`, `np.r_`, `np.mgrid`, `np.ogrid`, `np.s_`, and indices that are "
+              "ranges, lists or tuples; boolean-mask stores `x[mask] = v` (a `where`). Boolean-mask reads break: "
+              "their size depends on the data.", ""]
     return "\n".join(lines)
 
 

@@ -33,7 +33,7 @@ class Relu(Layer):
         return np.maximum(super().forward(x), 0.0)
 
     def both(self, x):
-        return super(Relu, self).forward(x) + super().scale(x)[:, :1] + super().shift(x)[:, :1] + super().norm
+        return super(Relu, self).forward(x) + super().scale(x)[:, :1] + super().shift(x)[:, :1] + super().norm  # noqa: UP008 - the two-argument form on purpose
 
 
 class Deeper(Relu):
