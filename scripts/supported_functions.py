@@ -34,6 +34,11 @@ NumPy's semantics are the contract: results have NumPy's values, dtypes and shap
 errors are raised where they would be. What a function "does not support" makes the trace break with that reason.
 """
 
+ALSO = ("Also traced by the interpreter itself: `super()` (zero- and two-argument) in methods, `getattr` with a "
+        "constant name, index tricks `np.c_`, `np.r_`, `np.mgrid`, `np.ogrid`, `np.s_`, and indices that are ranges, "
+        "lists or tuples; boolean-mask stores `x[mask] = v` (a `where`). Boolean-mask reads break: their size "
+        "depends on the data.")
+
 
 def _numpy_names() -> dict[int, list[str]]:
     """Public names of NumPy callables, by object id (``np.max`` and ``np.amax`` are one object)."""
@@ -94,10 +99,7 @@ def render() -> str:
         lines += [f"## {title}", ""] + _table(rows) + [""]
     lines += ["## Breaks", ""] + _table(breaks, "reason") + [""]
     lines += ["ndarray attributes: `shape`, `ndim`, `size`, `dtype`, `itemsize`, `nbytes`, `T`.", ""]
-    lines += ["Also traced by the interpreter itself: `super()` (zero- and two-argument) in methods, `getattr` with a "
-              "constant name, index tricks `np.c_`, `np.r_`, `np.mgrid`, `np.ogrid`, `np.s_`, and indices that are "
-              "ranges, lists or tuples; boolean-mask stores `x[mask] = v` (a `where`). Boolean-mask reads break: "
-              "their size depends on the data.", ""]
+    lines += [ALSO, ""]
     return "\n".join(lines)
 
 
