@@ -39,7 +39,8 @@ _counter = itertools.count()
 # What generated drivers may call: NumPy, math, the shared scalar helpers (jg_*) and the loop-body runtime.
 _NAMESPACE: dict[str, Any] = {
     "np": np, "numba": numba, "math": math, **{name: getattr(helpers, name) for name in helpers.__all__},
-    "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv, "dot_vm": runtime.dot_vm, "dot_mm": runtime.dot_mm, "dot_range": runtime.dot_range, "outer": runtime.outer,
+    "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv, "dot_vm": runtime.dot_vm, "dot_mm": runtime.dot_mm,
+    "blas_mv": runtime.blas_mv, "blas_vm": runtime.blas_vm, "blas_mm": runtime.blas_mm, "dot_range": runtime.dot_range, "outer": runtime.outer,
     "copy_into": runtime.copy_into,
 }
 

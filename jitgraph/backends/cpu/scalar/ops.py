@@ -71,12 +71,14 @@ def emit_linalg(em: Emitter, node: Node, indent: int) -> str:
     shapes = (a.tensor_type.ndim, b.tensor_type.ndim)
     if node.op in ("dot", "matmul") and shapes == (1, 1):
         return f"dot_vv({x}, {y})"
+    # Float products may go to BLAS above a size (runtime.blas_*); other dtypes have no BLAS routine.
+    prefix = "blas" if dt in (np.float32, np.float64) else "dot"
     if node.op in ("dot", "matmul") and shapes == (2, 1):
-        return f"dot_mv({x}, {y})"
+        return f"{prefix}_mv({x}, {y})"
     if node.op in ("dot", "matmul") and shapes == (1, 2):
-        return f"dot_vm({x}, {y})"
+        return f"{prefix}_vm({x}, {y})"
     if node.op in ("dot", "matmul") and shapes == (2, 2):
-        return f"dot_mm({x}, {y})"
+        return f"{prefix}_mm({x}, {y})"
     if node.op == "outer" and shapes == (1, 1):
         return f"outer({x}, {y})"
     raise UnsupportedError(f"{node.op} of {shapes[0]}-D by {shapes[1]}-D arrays is not supported in loop bodies")

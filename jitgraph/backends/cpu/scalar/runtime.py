@@ -6,8 +6,11 @@ forms that appear inside loop bodies (a row times a vector, an outer product) ar
 
 from __future__ import annotations
 
+import importlib.util
+
 import numba
 import numpy as np
+from numba.extending import overload
 
 
 @numba.njit(cache=False, error_model="numpy")
@@ -103,3 +106,42 @@ def outer(a, b):
 def copy_into(dst, src):
     """dst[...] = src for the writeback of a mutated caller array (same shape)."""
     dst[...] = src
+
+
+# With SciPy installed (Numba's np.dot calls its BLAS), products of more than BLAS_FROM elements of floats go to
+# BLAS gemv/gemm, which runs them on several threads: a 300x300 float64 matvec took 29 us there against 40 us in
+# the loops above. SciPy is no run-time dependency: without it the loops serve every size.
+BLAS_FROM = 4096
+HAVE_BLAS = importlib.util.find_spec("scipy") is not None
+
+def _by_layout(blas_size, loops):
+    """An njit function ``f(a, b)``: BLAS's ``np.dot`` when both operands are typed contiguous (C or F: ``A.T``
+    is F) and ``blas_size(a, b)`` reaches BLAS_FROM, else ``loops``. Chosen per operand type at compile time, so a
+    strided view never reaches np.dot (which would copy it, and warn)."""
+
+    def stub(a, b):
+        raise NotImplementedError
+
+    @overload(stub)
+    def _choose(a, b):
+        if HAVE_BLAS and a.layout in "CF" and b.layout in "CF":
+            def impl(a, b):
+                if blas_size(a, b) >= BLAS_FROM:
+                    return np.dot(a, b)
+                return loops(a, b)
+            return impl
+        return lambda a, b: loops(a, b)
+
+    @numba.njit(cache=False, error_model="numpy", nogil=True)
+    def call(a, b):
+        return stub(a, b)
+
+    return call
+
+
+_mv_size = numba.njit(lambda a, b: a.shape[0] * a.shape[1])
+_vm_size = numba.njit(lambda a, b: b.shape[0] * b.shape[1])
+_mm_size = numba.njit(lambda a, b: a.shape[0] * a.shape[1] * b.shape[1] // 8)
+blas_mv = _by_layout(_mv_size, dot_mv)
+blas_vm = _by_layout(_vm_size, dot_vm)
+blas_mm = _by_layout(_mm_size, dot_mm)
