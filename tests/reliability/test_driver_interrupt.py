@@ -88,17 +88,25 @@ def test_interrupt_in_a_kernel_compile_during_the_first_run(monkeypatch: pytest.
     check_recovers(f)
 
 
+def stage_step(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``step`` with its own constant: a kernel no earlier test in this process compiled (kernels are shared between
+    functions in one process, so ``step``'s would already be built and the stand-in never reached)."""
+    x += 1.0
+    return np.sqrt(x * y + 3.0)
+
+
 def test_interrupted_first_call_of_a_compiled_stage(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend's own artifact (``Lowered.compile()``, outside any cache) interrupted in its first call: calling
     it again must still work -- the kernel launch it registered before its compile finished is compiled again."""
     monkeypatch.setenv("JITGRAPH_STRICT", "1")
-    compiled = jitgraph.compile(step, backend="cpu", cache=False).trace(*make_args()).lower().compile()
-    interrupt_once(monkeypatch, numba.core.dispatcher.Dispatcher, "compile")
+    compiled = jitgraph.compile(stage_step, backend="cpu", cache=False).trace(*make_args()).lower().compile()
+    calls = interrupt_once(monkeypatch, numba.core.dispatcher.Dispatcher, "compile")
     x, y = make_args()
     with pytest.raises(KeyboardInterrupt):
         compiled(x, y)
+    assert calls, "the stand-in never ran: no kernel was compiled in the first call"
     for _ in range(2):
         x, y = make_args()
         ex, ey = make_args()
-        np.testing.assert_array_equal(compiled(x, y), step(ex, ey))
+        np.testing.assert_array_equal(compiled(x, y), stage_step(ex, ey))
         np.testing.assert_array_equal(x, ex)
