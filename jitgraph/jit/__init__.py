@@ -12,6 +12,11 @@ Reading order:
 * ``breaks.py``, ``refusals.py``  why a call runs eagerly, and where eager is refused (fullgraph, device arrays).
 * ``backend_choice.py``  which backend; device arrays need cuda.
 * ``explain_builder.py`` the one builder of ``ExplainResult``.
+* ``split_run.py``    a function split around eager calls (print, logging, np.random): segment graphs run in order.
+* ``device_outputs.py``  the CUDA converters for returned views of device arrays (the tracer imports no backend).
+* ``call_site.py``    the user's ``file:line`` of a call, for recompile reasons.
+* ``grad.py``, ``vjp.py``  ``grad``/``value_and_grad``/``vjp``/``jvp``: a CompiledFunction whose trace step also
+  differentiates the graph (``jitgraph.autodiff``), and ``vjp``'s forward/backward split.
 
 The driver sits above the tracer, the passes and the backends (it calls all three) and below ``jitgraph.api``.
 """
