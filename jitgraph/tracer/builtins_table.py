@@ -300,4 +300,6 @@ NOTES: dict[Any, str] = {
     math.fsum: "traced values", math.isnan: "traced values", math.isinf: "traced values",
     math.isfinite: "traced values",
 }
-_print.breaks = "print() is a side effect"  # type: ignore[attr-defined]
+_print.breaks = (  # type: ignore[attr-defined]
+    "runs eagerly between two graphs (the function is split around it); inside a loop or branch region, or with "
+    "file=, the call breaks the graph")
