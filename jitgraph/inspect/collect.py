@@ -192,12 +192,16 @@ def phase_times(result: ExplainResult) -> dict[str, float]:
 def graph_views(result: ExplainResult) -> list[GraphView]:
     """One view per cache entry that compiled a graph."""
     views = []
-    pairs = [(e.graph, e.compiled, entry_times(e)) for e in result.entries if e.graph is not None]
-    for index, (graph, backend_graph, times) in enumerate(pairs):
-        names = node_names(graph)
-        numpy_nodes = [(names[n], n.op, why) for n, why in numpy_reasons(graph).items() if n.op != "tuple_get"]
-        views.append(GraphView(index, graph_rows(graph), fusion_groups(graph), numpy_nodes,
-                               kernel_sources(backend_graph), times))
+    for entry in (e for e in result.entries if e.graph is not None):
+        sources, times = kernel_sources(entry.compiled), entry_times(entry)
+        graphs = entry.segment_graphs or [entry.graph]
+        for k, graph in enumerate(graphs):
+            # A split function's artifact titles each source "segment k: ..."; each segment's view gets its own.
+            mine = sources if len(graphs) == 1 else [s for s in sources if s.title.startswith(f"segment {k}:")]
+            names = node_names(graph)
+            numpy_nodes = [(names[n], n.op, why) for n, why in numpy_reasons(graph).items() if n.op != "tuple_get"]
+            views.append(GraphView(len(views), graph_rows(graph), fusion_groups(graph), numpy_nodes, mine,
+                                   times if k == 0 else {}))
     return views
 
 

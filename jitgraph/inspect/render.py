@@ -100,7 +100,7 @@ def _source_table(view: SourceView) -> Table:
 
 def source(result: Any) -> RenderableType | None:
     report = source_report(result)
-    if report is None and not result.break_reasons:
+    if report is None and not result.break_reasons and not result.split_reasons:
         return None
     parts: list[RenderableType] = []
     title = "graph breaks"
@@ -119,6 +119,9 @@ def source(result: Any) -> RenderableType | None:
     if report is None:
         for brk in result.break_reasons:
             parts.append(Text.assemble(("✗ ", "bold red"), (str(brk), "red")))
+    for split in result.split_reasons:  # the function runs as several graphs with these eager calls between them
+        parts.append(Text.assemble(("⇥ ", "bold yellow"), (str(split), "yellow"),
+                                   (" (split: the graphs before and after it are compiled)", "dim")))
     return Panel(Group(*parts), title=Text(title), title_align="left", box=box.ROUNDED)
 
 

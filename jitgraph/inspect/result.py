@@ -41,6 +41,8 @@ class EntryView:
     pass_report: Any = None
     times: dict[str, float] = field(default_factory=dict)
     break_reason: BreakInfo | None = None
+    split_reasons: list[BreakInfo] = field(default_factory=list)  # eager calls between the entry's graphs
+    segment_graphs: list[Graph] = field(default_factory=list)  # a split entry's lowered graphs, one per segment
 
 
 @dataclass
@@ -62,6 +64,9 @@ class ExplainResult:
     recompile_reasons: list[str] = field(default_factory=list)
     entries: list[EntryView] = field(default_factory=list)
     fallbacks: int = 0
+    # Where a function was split into several graphs around eager calls (print, logging, np.random): each reason
+    # is one eager call between two graphs, not a fallback of the whole call.
+    split_reasons: list[BreakInfo] = field(default_factory=list)
 
     @property
     def graph_break_count(self) -> int:
@@ -83,8 +88,12 @@ class ExplainResult:
         return sum(sum(1 for n in g.nodes if n.op not in ("input", "const")) for g in self.graphs)
 
     def _header(self) -> list[str]:
-        return [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
-                f"Op count: {self.op_count}"]
+        lines = [f"Graph count: {self.graph_count}", f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {self.op_count}"]
+        if self.split_reasons:
+            lines.append("Split around eager calls:")
+            lines.extend(f"  {i + 1}. {b}" for i, b in enumerate(self.split_reasons))
+        return lines
 
     def summary(self) -> str:
         """The counts and break reasons, without the graphs and guards."""

