@@ -260,7 +260,7 @@ class CompiledFunction:
             self._sites.append(site)
         self._table[entry.key] = self._table.get(entry.key, ()) + (entry,)
         self.entries.append(entry)
-        if entry.traced.dynamic != self._dynamic and entry.mode == "graph":
+        if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):
             self._dynamic = entry.traced.dynamic
 
     # ---- slow path ------------------------------------------------------------------------------------------
@@ -316,7 +316,9 @@ class CompiledFunction:
         with compiling(self.name):
             entry = self._compile_dynamic(user_args, user_kwargs)
             if entry is not None:
-                reason = (reason or "an int argument changed") + " (now traced as a runtime value)"
+                reason = (reason or "an int argument changed") + (
+                    " (now traced as a runtime value)" if entry.mode == "graph" else
+                    " (the graph break does not depend on its value: the eager entry is keyed on its type)")
                 args, kwargs = entry.traced.args, entry.traced.kwargs
             else:
                 entry = self._compile(self._trace(args, kwargs))
@@ -351,6 +353,10 @@ class CompiledFunction:
             result = trace(self._fn, args, kwargs)
         except Exception:  # noqa: BLE001
             result = None
+        if result is not None and result.breaks is not None and self._same_break(result.breaks):
+            # The break is reached whatever the ints' values (a trace that needed them would have broken earlier,
+            # on that use): the eager entry keys on their type only, so a loop counter does not retrace it.
+            return self._compile(self._trace(args, kwargs, result, dynamic))
         if result is None or result.breaks is not None or result.graph is None or \
                 not dynamic_ints.uses_are_float(result.graph):
             self._static |= new
@@ -360,6 +366,16 @@ class CompiledFunction:
             self._static |= new
             return None
         return entry  # self._dynamic becomes ``dynamic`` when the entry is published
+
+    def _same_break(self, brk: GraphBreak) -> bool:
+        """Whether an eager entry already broke at the same place for the same reason (a trace break, not a
+        backend failure): then the break does not depend on what this retrace made dynamic."""
+        for entry in self.entries:
+            had = entry.traced.brk
+            if entry.mode == "eager" and had is not None and \
+                    (had.reason, had.filename, had.lineno) == (brk.reason, brk.filename, brk.lineno):
+                return True
+        return False
 
     def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
         same_key = self._table.get(key)
