@@ -5,6 +5,9 @@ The training step is ordinary NumPy: the forward pass, a hand-written backward p
 dict of parameters. jitgraph captures all of it as one graph: the matrix products go to BLAS, everything between
 them (layer norm forward and backward, GELU and its derivative, the softmax, the bias gradients, six Adam updates)
 runs as a few fused kernels instead of ~90 NumPy temporaries. The whole run, compile included, is timed for both.
+
+The first half of the file is the smaller two-layer ReLU MLP with SGD (``train_step``) that ``mlp_autodiff.py``, the
+tests and ``python -m jitgraph explain examples/mlp_training.py:train_step`` use.
 """
 
 from __future__ import annotations
@@ -20,6 +23,68 @@ B1, B2, EPS = 0.9, 0.999, 1e-8
 
 
 def make_dataset(n: int, dim: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian blobs, one per class, in ``dim`` dimensions."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(0, 3, size=(classes, dim)).astype(np.float32)
+    y = rng.integers(0, classes, size=n)
+    x = centers[y] + rng.normal(0, 1, size=(n, dim)).astype(np.float32)
+    return x.astype(np.float32), y.astype(np.int64)
+
+
+def init_params(dim: int, hidden: int, classes: int, seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "W1": (rng.normal(0, 1, (dim, hidden)) / np.sqrt(dim)).astype(np.float32),
+        "b1": np.zeros(hidden, np.float32),
+        "W2": (rng.normal(0, 1, (hidden, classes)) / np.sqrt(hidden)).astype(np.float32),
+        "b2": np.zeros(classes, np.float32),
+    }
+
+
+def train_step(params, x, y, lr):
+    n = x.shape[0]
+    h = np.maximum(x @ params["W1"] + params["b1"], 0)
+    logits = h @ params["W2"] + params["b2"]
+    logits = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(logits)
+    p = e / e.sum(axis=1, keepdims=True)
+    loss = -np.log(p[np.arange(n), y] + 1e-9).mean()
+    dlogits = p.copy()
+    dlogits[np.arange(n), y] -= 1
+    dlogits /= n
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(axis=0)
+    dh = dlogits @ params["W2"].T
+    dh[h <= 0] = 0
+    dW1 = x.T @ dh
+    db1 = dh.sum(axis=0)
+    params["W1"] -= lr * dW1
+    params["b1"] -= lr * db1
+    params["W2"] -= lr * dW2
+    params["b2"] -= lr * db2
+    return loss
+
+
+def train(step, params, x, y, epochs: int, batch: int, lr: float) -> list[float]:
+    losses = []
+    for _ in range(epochs):
+        total = 0.0
+        for start in range(0, len(x) - batch + 1, batch):
+            total += float(step(params, x[start:start + batch], y[start:start + batch], lr))
+        losses.append(total / (len(x) // batch))
+    return losses
+
+
+def example_train_step() -> tuple:
+    """Arguments for ``python -m jitgraph explain examples/mlp_training.py:train_step``."""
+    x, y = make_dataset(64, 32, 10)
+    return init_params(32, 64, 10), x, y, 0.1
+
+
+# ---- the main example's model: layer norm, GELU, softmax cross-entropy, Adam ----------------------------------
+
+
+def make_blobs(n: int, dim: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian blobs, one per class, in ``dim`` dimensions; labels one-hot."""
     rng = np.random.default_rng(seed)
     centers = rng.normal(0, 0.1, size=(classes, dim)).astype(np.float32)  # overlapping: the loss stays away from 0
@@ -28,7 +93,7 @@ def make_dataset(n: int, dim: int, classes: int, seed: int = 0) -> tuple[np.ndar
     return x.astype(np.float32), np.eye(classes, dtype=np.float32)[labels]
 
 
-def init_params(dim: int, hidden: int, classes: int, seed: int = 1) -> dict[str, np.ndarray]:
+def init_model(dim: int, hidden: int, classes: int, seed: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     params = {
         "W1": (rng.normal(0, 1, (dim, hidden)) / np.sqrt(dim)).astype(np.float32),
@@ -53,8 +118,8 @@ def adam(params, name, grad, step):
     params[name] -= step * m / (np.sqrt(v) + EPS)
 
 
-def train_step(params, x, y, step):
-    """One Adam step; ``step`` is the bias-corrected learning rate (a 0-d array: it changes every step)."""
+def model_step(params, x, y, step):
+    """One Adam step of the main example's model; ``step`` is the bias-corrected learning rate (a 0-d array: it changes every step)."""
     n = x.shape[0]
     # forward: linear -> layer norm -> GELU -> linear -> softmax cross-entropy
     z = x @ params["W1"] + params["b1"]
@@ -107,7 +172,7 @@ def best_time(fn, calls: int = 15) -> float:
     return min(times)
 
 
-def train(step_fn, params, x, y, epochs: int, batch: int, lr: float) -> list[float]:
+def train_model(step_fn, params, x, y, epochs: int, batch: int, lr: float) -> list[float]:
     losses = []
     k = 0
     for _ in range(epochs):
@@ -120,26 +185,20 @@ def train(step_fn, params, x, y, epochs: int, batch: int, lr: float) -> list[flo
     return losses
 
 
-def example_train_step() -> tuple:
-    """Arguments for ``python -m jitgraph explain examples/mlp_training.py:train_step``."""
-    x, y = make_dataset(64, 32, 10)
-    return init_params(32, 64, 10), x, y, np.asarray(1e-3, np.float32)
-
-
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     n, dim, hidden, classes, batch, epochs = (512, 32, 64, 10, 64, 2) if args.small else \
         (16384, 256, 512, 10, 128, 5)
-    x, y = make_dataset(n, dim, classes)
-    compiled_step = jitgraph.compile(train_step, backend=args.backend)
+    x, y = make_blobs(n, dim, classes)
+    compiled_step = jitgraph.compile(model_step, backend=args.backend)
     first = FirstCall(compiled_step)
 
-    eager_params, compiled_params = init_params(dim, hidden, classes), init_params(dim, hidden, classes)
+    eager_params, compiled_params = init_model(dim, hidden, classes), init_model(dim, hidden, classes)
     start = time.perf_counter()
-    eager_losses = train(train_step, eager_params, x, y, epochs, batch, 1e-3)
+    eager_losses = train_model(model_step, eager_params, x, y, epochs, batch, 1e-3)
     eager_total = time.perf_counter() - start
     start = time.perf_counter()
-    compiled_losses = train(first, compiled_params, x, y, epochs, batch, 1e-3)
+    compiled_losses = train_model(first, compiled_params, x, y, epochs, batch, 1e-3)
     compiled_total = time.perf_counter() - start
 
     print("epoch  eager loss   compiled loss")
@@ -155,13 +214,13 @@ def main() -> None:
           f"(compile included: {first.seconds:.2f} s of it) -> {eager_total / compiled_total:.2f}x")
 
     xb, yb = x[:batch], y[:batch]
-    pe, pc = init_params(dim, hidden, classes), init_params(dim, hidden, classes)
+    pe, pc = init_model(dim, hidden, classes), init_model(dim, hidden, classes)
     step = np.asarray(0.0, np.float32)
-    eager_step = median_time(lambda: train_step(pe, xb, yb, step))
+    eager_step = median_time(lambda: model_step(pe, xb, yb, step))
     comp_step = median_time(lambda: compiled_step(pc, xb, yb, step))
     # The breakdown uses best-of times: on a shared machine one descheduled BLAS thread inflates a median.
     eager_best, comp_best, blas = (best_time(lambda f=f, p=params: f(p, xb, yb, step)) for f, params in
-                                   ((train_step, pe), (compiled_step, pc), (products, pe)))
+                                   ((model_step, pe), (compiled_step, pc), (products, pe)))
     print(f"where a step's time goes (best of 15): BLAS, the step's products alone, {blas * 1e3:.2f} ms; the rest: "
           f"eager {max(eager_best - blas, 0) * 1e3:.2f} ms of NumPy calls, compiled "
           f"{max(comp_best - blas, 0) * 1e3:.2f} ms of fused kernels and driver; compile {first.seconds:.2f} s once "
