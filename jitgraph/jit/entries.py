@@ -7,6 +7,7 @@ reads the very graph, pass report and backend artifact that the dispatch loop ru
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,21 @@ class Entry:
     def alias_texts_for(self, alias: tuple | None) -> list[str]:
         """Another aliasing pattern of this entry's leaves in words (why a call with the same key missed)."""
         return alias_texts(alias, self.leaf_names, self.traced.n_arrays)
+
+
+_SHAPE = re.compile(r"(: \w+)\[([\d,]*)\]")
+
+
+def _rank(match: re.Match[str]) -> str:
+    dims = match.group(2)
+    return f"{match.group(1)}[rank {dims.count(',') + 1 if dims else 0}]"
+
+
+def sizes_aside(graph: Graph | None) -> str | None:
+    """The traced graph's text with every value's shape replaced by its rank: two calls that differ only in array
+    sizes give the same text, so a backend failure on one is remembered for the other (a failing graph is not
+    compiled again for each new size). Attributes (reshape targets, slice bounds) stay: they may matter."""
+    return None if graph is None else _SHAPE.sub(_rank, str(graph))
 
 
 @dataclass

@@ -34,7 +34,7 @@ from jitgraph.jit import effects
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
-from jitgraph.jit.entries import CacheInfo, Entry
+from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.stages import Compiled, Traced, strict, trace_stage
@@ -116,6 +116,8 @@ class CompiledFunction:
         self._dynamic: frozenset[int | str] = frozenset()
         self._static: set[int | str] = set()
         self._last_ints: dict[int | str, int] = {}
+        # Backend failures on a first run, by the graph with sizes aside (entries.sizes_aside): not compiled again.
+        self._failed: dict[str, str] = {}
 
     @property
     def fn(self) -> Any:
@@ -242,7 +244,10 @@ class CompiledFunction:
                 raise
             effects.restore(saved)
             self._publish(entry, reason, site)
-            return self._rerun_eagerly(entry, exc, user_args, user_kwargs)
+            try:
+                return self._rerun_eagerly(entry, exc, user_args, user_kwargs)
+            finally:
+                self._remember_failure(entry, exc)
         self._publish(entry, reason, site)
         return entry.build(outs, leaves, args, kwargs)
 
@@ -251,6 +256,13 @@ class CompiledFunction:
                     resolve_backend(self.backend), self.name, type(exc).__name__, exc)
         with self._lock:
             entry.demote(BreakReason(f"backend failed on a run: {type(exc).__name__}: {exc}", None, None))
+
+    def _remember_failure(self, entry: Entry, exc: Exception) -> None:
+        """A graph the backend failed on at its first run (and NumPy did not): later traces of the same graph with
+        other sizes run eagerly without compiling it again."""
+        signature = sizes_aside(entry.traced_graph)
+        if entry.mode == "eager" and signature is not None:
+            self._failed[signature] = f"{type(exc).__name__}: {exc}"
 
     def _publish(self, entry: Entry, reason: str | None, site: str) -> None:
         """Make ``entry`` visible to the dispatch loop (under the lock); a recompile records why and where."""
@@ -422,6 +434,12 @@ class CompiledFunction:
             if traced.device:
                 cut = traced.split.cuts[0]
                 refuse_break_on_device(self.name, traced.leaves, GraphBreak(cut.reason, cut.filename, cut.lineno))
+        failed = self._failed.get(sizes_aside(traced.graph) or "") if self._failed else None
+        if failed is not None:
+            log.info("jitgraph: %s: the backend failed on this graph at other sizes (%s); running eagerly",
+                     self.name, failed)
+            entry.break_reason = BreakReason(f"backend failed on this graph at other sizes: {failed}", None, None)
+            return entry
         self._lower(entry, traced)
         log_perf.debug("jitgraph: compiled %s in %s", self.name,
                        ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in entry.times.items()))
@@ -446,6 +464,9 @@ class CompiledFunction:
             log.warning("jitgraph: %s backend failed on %s (%s: %s); running eagerly",
                         backend, self.name, type(exc).__name__, exc)
             entry.break_reason = BreakReason(f"{backend} backend failed: {exc}", None, None)
+            signature = sizes_aside(traced.graph)
+            if signature is not None:
+                self._failed[signature] = f"{type(exc).__name__}: {exc}"
         if lowered is not None:
             entry.use(lowered, stage)
 
