@@ -1,6 +1,8 @@
 """Graph breaks that split the function instead of abandoning it (issue 18), for the common uncapturable calls:
 ``print``, a ``logging.Logger`` method, ``np.random`` draws and seeding (module functions, ``RandomState`` and
-``Generator`` methods), and clock readings (``time.time``, ``time.perf_counter``, ...).
+``Generator`` methods), clock readings (``time.time``, ``time.perf_counter``, ...), and pure calls the tracer has
+no op for whose result type follows from the arguments' types (``np.linalg.solve``/``inv``/``det``...: the result
+is a new graph value, typed by a call on stand-in arguments, that the next segment reads).
 
 Where the tracer meets such a call (outside loop and branch regions) it does not break: it records a *cut*
 (:class:`Cut`) -- the callee, its arguments as output specs over graph values, and, for a draw, a new graph value
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jitgraph.ir.graph import Graph, Node, may_raise
-from jitgraph.ir.types import type_of
+from jitgraph.ir.types import SUPPORTED_DTYPES, type_of
 from jitgraph.tracer.values import BoundMethod, Buffer, TArray, is_plain
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Cut:
     reason: str
     filename: str | None
     lineno: int | None
+    pure: bool = False  # a call that reads only its arguments and writes nothing (it may raise)
 
 
 @dataclass
@@ -78,6 +81,8 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
         return NOT_CUT
     if kind == "draw" and any(_has_tarray(v) for v in values):
         return NOT_CUT  # the draw's shape would depend on graph values
+    if kind == "pure":
+        return _pure_call(tx, fn, args, kwargs)
     callee: tuple = ("const", fn)
     owner = fn.self_ if isinstance(fn, BoundMethod) else getattr(fn, "__self__", None)
     if owner is not None and owner is not np.random.mtrand._rand and not isinstance(owner, types.ModuleType):
@@ -108,6 +113,8 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
 
 
 def _kind(fn: Any) -> str | None:
+    if _is_pure(fn):
+        return "pure"
     if fn is builtins.print:
         return "output"
     if isinstance(fn, BoundMethod) and isinstance(fn.self_, logging.Logger) and \
@@ -127,8 +134,69 @@ def _kind(fn: Any) -> str | None:
     return None
 
 
+# Functions the tracer has no op for that read only their arguments, write nothing, and whose result type follows
+# from the arguments' types alone (not eig/eigvals, real or complex by the data; not lstsq, whose residuals'
+# size depends on the rank): they run eagerly between two graphs. Data-dependent sizes (np.unique, x[mask]) are not
+# here: the graph after them would depend on the data.
+_PURE_LINALG = ("solve", "inv", "pinv", "det", "cholesky", "matrix_power", "eigvalsh", "matrix_rank", "cond")
+
+
+def _is_pure(fn: Any) -> bool:
+    try:
+        return fn in _PURE
+    except TypeError:  # unhashable callable
+        return False
+
+
+_PURE = {getattr(np.linalg, name) for name in _PURE_LINALG if hasattr(np.linalg, name)}
 _CLOCKS = {time.time, time.perf_counter, time.monotonic, time.process_time}
-_WHY = {"output": "output", "draw": "a draw advances the generator", "clock": "a clock reading"}
+_WHY = {"pure": "no IR op, LAPACK runs it; its result feeds the next graph", "output": "output", "draw": "a draw advances the generator", "clock": "a clock reading"}
+
+
+def _pure_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Cut at a pure call whose result the trace goes on with, typed by calling it once on stand-in arguments of
+    the traced types (identity matrices, ones). The call may raise at run time (a singular matrix): the driver then
+    reruns the whole function eagerly, or the error reaches the caller as is. Either is exact only while nothing
+    has happened that the graphs defer or that a rerun would repeat: no replayed store, no write to an argument,
+    no print or draw cut earlier; otherwise the function is not split."""
+    name = f"np.linalg.{fn.__name__}"
+    mutated = any(b.input_index is not None and b.node is not tx.builder.inputs[b.input_index] for b in tx.buffers)
+    if tx.side_effects or mutated or any(not c.pure for c in tx.cuts):
+        tx.graph_break(f"{name} has no IR op and could raise after a store, an argument write or an eager call "
+                       "that a split function makes before it: not split")
+    nodes: list[Node] = []
+    arg_specs = tuple(_spec(tx, v, nodes) for v in args)
+    kw_specs = {k: _spec(tx, v, nodes) for k, v in kwargs.items()}
+    try:
+        with np.errstate(all="ignore"):
+            sample = fn(*(_probe(s, nodes) for s in arg_specs), **{k: _probe(s, nodes) for k, s in kw_specs.items()})
+    except Exception:  # noqa: BLE001 - not cut: the table's entry names the break
+        return NOT_CUT
+    if not isinstance(sample, np.ndarray | np.generic) or type_of(sample).dtype not in SUPPORTED_DTYPES:
+        return NOT_CUT
+    result_node = tx.builder.input(type_of(sample), f"{name}() result")
+    kind_of = "array" if isinstance(sample, np.ndarray) else "scalar"
+    check = (type(sample), np.shape(sample), sample.dtype)
+    index = len(tx.builder.nodes) - 1
+    tx.cuts.append(Cut(index, ("const", fn), arg_specs, kw_specs, nodes, result_node, check,
+                       f"{name}() runs eagerly between graphs ({_WHY['pure']})", tx.filename, tx.lineno, pure=True))
+    return TArray(Buffer(result_node), (), kind_of)
+
+
+def _probe(spec: Any, nodes: list[Node]) -> Any:
+    """A stand-in for an argument of the traced type: identity in square trailing matrices, ones elsewhere."""
+    if spec[0] == "const":
+        return spec[1]
+    if spec[0] in ("tuple", "list"):
+        items = [_probe(s, nodes) for s in spec[1]]
+        return tuple(items) if spec[0] == "tuple" else items
+    t = nodes[spec[1]].type
+    value = np.ones(t.shape, t.dtype)
+    if t.ndim >= 2 and t.shape[-1] == t.shape[-2]:
+        value[...] = np.eye(t.shape[-1], dtype=t.dtype)
+    if spec[2] == "py":
+        return value.item()
+    return value[()] if spec[2] == "scalar" else value
 
 
 def _passable(value: Any, depth: int = 0) -> bool:

@@ -1,10 +1,12 @@
 """A corpus of stateful NumPy code in the style of public "from scratch" machine-learning repositories (written
 for this project): layer classes whose forward/backward cache inputs on ``self``, optimizers with state in
 attributes and dicts, a whole ``train_on_batch`` over a small network object, and functions with a print, a
-logging call or an ``np.random`` draw in the middle.
+logging call, an ``np.random`` draw, a LAPACK call (``np.linalg.solve``/``inv``) or a data-dependent size
+(``np.unique``, ``x[x > 0]``) in the middle.
 
 Each :class:`Case` makes fresh arguments; ``kind`` is what the compiler should do with it: ``"graph"`` (every call
-runs one compiled graph, the side effects replayed) or ``"split"`` (an uncapturable call in the middle).
+runs one compiled graph, the side effects replayed) ``"split"`` (an uncapturable call in the middle) or ``"eager"`` (a data-dependent size: the whole function runs
+eagerly, with the reason).
 """
 
 from __future__ import annotations
@@ -495,6 +497,43 @@ class NoisyLayer:
         return h + noise
 
 
+# ---- functions with an unsupported call or data-dependent step in the middle ---------------------------------
+def ridge_solve(X, y, lam=0.1):
+    A = X.T @ X + lam * np.eye(X.shape[1])
+    b = X.T @ y
+    w = np.linalg.solve(A, b)  # not in the tracer's NumPy table: runs eagerly between two graphs
+    r = X @ w - y
+    return w, float((r * r).mean())
+
+
+def _whiten(X):
+    C = np.cov(X, rowvar=False) + 1e-3 * np.eye(X.shape[1])
+    return np.linalg.inv(C)
+
+
+def whiten_nested(X):
+    Xc = X - X.mean(axis=0)
+    P = _whiten(Xc)  # the unsupported call is inside an inlined helper
+    return Xc @ P
+
+
+def count_classes(y, X):
+    classes = np.unique(y)  # a data-dependent shape
+    return X.sum(axis=0) / len(classes)
+
+
+def positive_sum(x):
+    y = x * 2
+    return y[y > 0].sum()  # a boolean-mask read: a data-dependent shape
+
+
+def early_exit(x):
+    s = np.abs(x).max()
+    if s > 10.0:  # a data-dependent early return
+        return x / s
+    return np.tanh(x)
+
+
 # ---- the cases ------------------------------------------------------------------------------------------------
 @dataclass
 class Case:
@@ -569,6 +608,11 @@ CASES = [
     Case("with_random", with_random, lambda: (_X(),), kind="split", seeded=True),
     Case("Dropout.forward", Dropout.forward, lambda: (Dropout(), _X()), kind="split", seeded=True),
     Case("NoisyLayer.forward", NoisyLayer.forward, lambda: (NoisyLayer(), _X(5, 3)), kind="split", seeded=True),
+    Case("ridge_solve", ridge_solve, lambda: (_X(), arr(5, seed=8)), kind="split"),
+    Case("whiten_nested", whiten_nested, lambda: (_X(8, 3),), kind="split"),
+    Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="eager"),
+    Case("positive_sum", positive_sum, lambda: (_X(),), kind="eager"),
+    Case("early_exit", early_exit, lambda: (_X(),)),
 ]
 
 

@@ -11,7 +11,7 @@ import jitgraph
 from . import corpus
 from .harness import run_case
 
-BY_KIND = {kind: [c for c in corpus.CASES if c.kind == kind] for kind in ("graph", "refused", "split")}
+BY_KIND = {kind: [c for c in corpus.CASES if c.kind == kind] for kind in ("graph", "refused", "split", "eager")}
 
 
 def test_corpus_is_big_enough() -> None:
@@ -41,6 +41,14 @@ def test_uncapturable_calls_split_the_function(case: corpus.Case) -> None:
     out = run_case(case)
     assert not out.wrong, "\n".join(out.wrong)
     assert out.eager_calls == 0 and out.splits == 1 and out.graphs == 2, out.breaks
+
+
+@pytest.mark.parametrize("case", BY_KIND["eager"], ids=lambda c: c.name)
+def test_data_dependent_sizes_run_eagerly_with_a_reason(case: corpus.Case) -> None:
+    """np.unique, a boolean-mask read: the graph after them would depend on the data (not split yet)."""
+    out = run_case(case)
+    assert not out.wrong, "\n".join(out.wrong)
+    assert out.eager_calls == 3 and out.breaks and "depends on the" in out.breaks[0]
 
 
 def test_explain_shows_two_graphs_and_the_split_reason() -> None:

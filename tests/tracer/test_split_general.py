@@ -1,0 +1,161 @@
+"""Issue 18, general splitting: a pure call the tracer has no op for (np.linalg.solve, inv, det, ...) runs eagerly
+between two graphs when nothing before it is deferred; otherwise the whole function falls back with the reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgraph
+
+
+def _ridge(X, y, lam):
+    A = X.T @ X + lam * np.eye(X.shape[1])
+    w = np.linalg.solve(A, X.T @ y)
+    r = X @ w - y
+    return w, (r * r).mean()
+
+
+def _inv_helper(C):
+    return np.linalg.inv(C + np.eye(C.shape[0]))
+
+
+def _nested(X):
+    C = X.T @ X
+    return X @ _inv_helper(C) * 2.0
+
+
+def _data(n=6, d=3, dtype=np.float64, seed=0):
+    g = np.random.default_rng(seed)
+    return g.standard_normal((n, d)).astype(dtype), g.standard_normal(n).astype(dtype)
+
+
+def _segments(f):
+    (entry,) = [e for e in f.entries if e.mode == "graph"]
+    return entry.traced.split
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_solve_between_two_array_blocks_splits(dtype) -> None:
+    f = jitgraph.compile(_ridge, backend="eager")
+    X, y = _data(dtype=dtype)
+    for _ in range(3):
+        w, mse = f(X, y, 0.5)
+        ew, emse = _ridge(X, y, 0.5)
+        assert w.dtype == ew.dtype and type(mse) is type(emse)
+        np.testing.assert_allclose(w, ew, rtol=1e-5)
+        np.testing.assert_allclose(mse, emse, rtol=1e-5)
+    plan = _segments(f)
+    assert len(plan.segments) == 2 and len(plan.cuts) == 1
+    assert "np.linalg.solve() runs eagerly between graphs" in plan.cuts[0].reason
+    assert f.cache_info().fallbacks == 0 and f.cache_info().hits == 2
+
+
+def test_unsupported_call_inside_an_inlined_helper_splits() -> None:
+    f = jitgraph.compile(_nested, backend="eager")
+    X, _ = _data()
+    np.testing.assert_allclose(f(X), _nested(X))
+    assert len(_segments(f).segments) == 2
+    assert f.cache_info().fallbacks == 0
+
+
+def test_a_scalar_result_feeds_the_next_graph() -> None:
+    def g(A, x):
+        d = np.linalg.det(A @ A.T + np.eye(3))
+        return x / d
+    f = jitgraph.compile(g, backend="eager")
+    A, x = np.arange(9.0).reshape(3, 3) / 10, np.arange(3.0)
+    np.testing.assert_allclose(f(A, x), g(A, x))
+    assert len(_segments(f).segments) == 2
+
+
+def test_singular_matrix_raises_as_eager() -> None:
+    def g(A, b):
+        return np.linalg.solve(A * 2, b) + 1
+    f = jitgraph.compile(g, backend="eager")
+    b = np.ones(2)
+    np.testing.assert_allclose(f(np.eye(2), b), g(np.eye(2), b))
+    with pytest.raises(np.linalg.LinAlgError):
+        f(np.zeros((2, 2)), b)
+    np.testing.assert_allclose(f(np.eye(2), b), g(np.eye(2), b))
+
+
+def test_a_store_before_the_call_keeps_the_whole_function_eager() -> None:
+    class Obj:
+        pass
+
+    def g(o, A, b):
+        o.A = A * 2
+        return np.linalg.solve(o.A, b)
+    f = jitgraph.compile(g, backend="eager")
+    o = Obj()
+    A, b = np.eye(2) + 0.5, np.ones(2)
+    np.testing.assert_allclose(f(o, A, b), g(Obj(), A, b))
+    np.testing.assert_allclose(o.A, A * 2)
+    assert f.cache_info().fallbacks == 1
+    assert "could raise after a store" in str(f.break_reasons()[0])
+
+
+def test_an_argument_write_before_the_call_keeps_the_whole_function_eager() -> None:
+    def g(A, b):
+        b *= 2
+        return np.linalg.solve(A, b)
+    f = jitgraph.compile(g, backend="eager")
+    A, b, b2 = np.eye(2) + 0.5, np.ones(2), np.ones(2)
+    np.testing.assert_allclose(f(A, b), g(A, b2))
+    np.testing.assert_array_equal(b, b2)
+    assert f.cache_info().fallbacks == 1
+
+
+def test_a_print_before_the_call_keeps_the_whole_function_eager(capsys: pytest.CaptureFixture[str]) -> None:
+    def g(A, b):
+        print("solving")
+        return np.linalg.solve(A, b)
+    f = jitgraph.compile(g, backend="eager")
+    f(np.eye(2), np.ones(2))
+    assert capsys.readouterr().out.count("solving") == 1
+    assert f.cache_info().fallbacks == 1
+
+
+def test_input_passed_straight_to_the_call_is_not_changed() -> None:
+    def g(A, b):
+        return np.linalg.inv(A) @ b
+    f = jitgraph.compile(g, backend="eager")
+    A = np.array([[2.0, 1.0], [0.0, 3.0]])
+    A0 = A.copy()
+    np.testing.assert_allclose(f(A, np.ones(2)), g(A0, np.ones(2)))
+    np.testing.assert_array_equal(A, A0)
+
+
+def test_fullgraph_still_errors() -> None:
+    f = jitgraph.compile(_ridge, backend="eager", fullgraph=True)
+    X, y = _data()
+    with pytest.raises(jitgraph.GraphBreakError, match="solve"):
+        f(X, y, 0.5)
+
+
+def test_explain_shows_each_segment_and_the_reason() -> None:
+    f = jitgraph.compile(_ridge, backend="eager")
+    X, y = _data()
+    f(X, y, 0.5)
+    text = str(f.explain())
+    assert "segment 0" in text and "segment 1" in text
+    assert "np.linalg.solve() runs eagerly between graphs" in text
+
+
+def test_data_dependent_sizes_still_fall_back_with_the_reason() -> None:
+    def g(x):
+        return np.unique(x).sum() + x.sum()
+    f = jitgraph.compile(g, backend="eager")
+    x = np.array([3, 1, 3, 2])
+    assert f(x) == g(x)
+    assert f.cache_info().fallbacks == 1 and "np.unique" in str(f.break_reasons()[0])
+
+
+def test_cpu_backend_runs_the_segments() -> None:
+    f = jitgraph.compile(_ridge)
+    X, y = _data()
+    w, mse = f(X, y, 0.5)
+    ew, emse = _ridge(X, y, 0.5)
+    np.testing.assert_allclose(w, ew)
+    np.testing.assert_allclose(mse, emse)
