@@ -1,0 +1,179 @@
+"""The five size-changing loops of issue 20: how many entries each compiles, and eager vs compiled wall time.
+
+Run ``python benchmarks/dynamic.py``. Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
+``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
+cached). ``compile s`` is cold minus warm. Every row checks that compiled and eager results agree.
+``tests/dynamic/test_loops.py`` runs the same loops (smaller) with their entry budgets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import jitgraph
+
+# ----------------------------------------------------------------------------- the steps, as users write them
+
+
+def mlp_step(x, y, w1, w2, lr):
+    """One SGD step of a 2-layer MLP with softmax cross-entropy (``y`` one-hot)."""
+    h = np.maximum(x @ w1, 0.0)
+    o = h @ w2
+    e = np.exp(o - o.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    loss = -np.sum(y * np.log(p + 1e-7)) / x.shape[0]
+    d_o = (p - y) / x.shape[0]
+    d_h = (d_o @ w2.T) * (h > 0)
+    return w1 - lr * (x.T @ d_h), w2 - lr * (h.T @ d_o), loss
+
+
+def rnn_forward(xs, h, wx, wh):
+    """A recurrent cell over a sequence of ``xs.shape[0]`` steps."""
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ wx + h @ wh)
+    return h
+
+
+def attention(q, k, v):
+    """Softmax attention over ``q.shape[0]`` tokens."""
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p = p / p.sum(axis=-1, keepdims=True)
+    return p @ v
+
+
+def adam_step(p, g, m, v, t, lr):
+    """Adam with a step counter and a clipped gradient."""
+    norm = np.sqrt(np.sum(g * g))
+    g = g * min(1.0, 1.0 / (norm + 1e-6))
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    mh = m / (1 - 0.9 ** t)
+    vh = v / (1 - 0.999 ** t)
+    return p - lr * mh / (np.sqrt(vh) + 1e-8), m, v
+
+
+def kmeans_step(points, centroids):
+    """One Lloyd iteration: assign every point to its nearest centroid, then move the centroids."""
+    d = ((points[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=-1)
+    assign = d.argmin(axis=1)
+    onehot = (assign[:, None] == np.arange(centroids.shape[0])[None, :]).astype(points.dtype)
+    counts = onehot.sum(axis=0)
+    return (onehot.T @ points) / np.maximum(counts, 1.0)[:, None]
+
+
+# ----------------------------------------------------------------------------- the loops
+
+
+def mlp_epoch(step: Callable, scale: int = 1) -> list[Any]:
+    rng = np.random.default_rng(0)
+    n = 1000 // scale
+    x = rng.standard_normal((n, 784 // scale)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, n)]
+    w1 = (rng.standard_normal((784 // scale, 64)) * 0.05).astype(np.float32)
+    w2 = (rng.standard_normal((64, 10)) * 0.05).astype(np.float32)
+    losses = []
+    batch = 128 // scale
+    for i, start in enumerate(range(0, n, batch)):
+        lr = 0.1 * 0.95 ** i
+        w1, w2, loss = step(x[start:start + batch], y[start:start + batch], w1, w2, lr)
+        losses.append(loss)
+    return [w1, w2, np.array(losses)]
+
+
+def rnn_sequences(step: Callable, scale: int = 1) -> list[Any]:
+    rng = np.random.default_rng(1)
+    d = 32 // scale
+    wx = (rng.standard_normal((d, d)) * 0.3).astype(np.float32)
+    wh = (rng.standard_normal((d, d)) * 0.3).astype(np.float32)
+    lengths = [5, 9, 12, 7, 20, 3, 15, 9, 11, 6, 17, 13, 4, 5]  # 14 sequences, 12 lengths
+    return [step(rng.standard_normal((n, d)).astype(np.float32), np.zeros(d, np.float32), wx, wh)
+            for n in lengths]
+
+
+def attention_lengths(step: Callable, scale: int = 1) -> list[Any]:
+    rng = np.random.default_rng(2)
+    d = 64 // scale
+    out = []
+    for n in (16, 24, 32, 40, 48, 56, 64, 72, 80, 96):
+        q, k, v = (rng.standard_normal((n // scale, d)).astype(np.float32) for _ in range(3))
+        out.append(step(q, k, v))
+    return out
+
+
+def adam_steps(step: Callable, scale: int = 1) -> list[Any]:
+    rng = np.random.default_rng(3)
+    n = 4096 // scale
+    p = rng.standard_normal(n)
+    m, v = np.zeros(n), np.zeros(n)
+    for t in range(1, 31):
+        g = rng.standard_normal(n) * (0.1 if t % 2 else 10.0)  # every other gradient is clipped
+        p, m, v = step(p, g, m, v, t, 1e-3)
+    return [p, m, v]
+
+
+def kmeans_clouds(step: Callable, scale: int = 1) -> list[Any]:
+    rng = np.random.default_rng(4)
+    out = []
+    for n in (500, 800, 300, 1200, 650, 900):
+        points = rng.standard_normal((n // scale, 3))
+        centroids = points[:8].copy()
+        for _ in range(5):
+            centroids = step(points, centroids)
+        out.append(centroids)
+    return out
+
+
+@dataclass
+class Loop:
+    name: str
+    step: Callable
+    run: Callable[[Callable, int], list[Any]]
+    budget: int  # the issue's "should be" entries
+
+
+LOOPS = [
+    Loop("MLP epoch, last batch short", mlp_step, mlp_epoch, 2),
+    Loop("RNN cell, 12 sequence lengths", rnn_forward, rnn_sequences, 2),
+    Loop("softmax attention, 10 lengths", attention, attention_lengths, 2),
+    Loop("Adam, step counter + clipping", adam_step, adam_steps, 3),
+    Loop("k-means, 6 point-cloud sizes", kmeans_step, kmeans_clouds, 2),
+]
+
+
+def agree(a: list[Any], b: list[Any], rtol: float = 2e-3, atol: float = 2e-4) -> bool:
+    return len(a) == len(b) and all(np.allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol,
+                                                atol=atol) for x, y in zip(a, b))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=1, help="divide the sizes by this (quick runs)")
+    args = parser.parse_args()
+    print(f"{'loop':34} {'entries':>7} {'budget':>6} {'compile s':>9} {'eager s':>8} {'cold s':>8} {'warm s':>8}  "
+          "agree  fallbacks")
+    for loop in LOOPS:
+        t0 = time.perf_counter()
+        expected = loop.run(loop.step, args.scale)
+        eager = time.perf_counter() - t0
+        f = jitgraph.compile(loop.step)
+        t0 = time.perf_counter()
+        got = loop.run(f, args.scale)
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        loop.run(f, args.scale)
+        warm = time.perf_counter() - t0
+        info = f.cache_info()
+        print(f"{loop.name:34} {info.entries:7d} {loop.budget:6d} {cold - warm:9.2f} {eager:8.3f} {cold:8.2f} "
+              f"{warm:8.3f}  {'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
+
+
+if __name__ == "__main__":
+    main()
