@@ -258,11 +258,10 @@ class CompiledFunction:
             entry.demote(BreakReason(f"backend failed on a run: {type(exc).__name__}: {exc}", None, None))
 
     def _remember_failure(self, entry: Entry, exc: Exception) -> None:
-        """A graph the backend failed on at its first run (and NumPy did not): later traces of the same graph with
-        other sizes run eagerly without compiling it again."""
-        signature = sizes_aside(entry.traced_graph)
-        if entry.mode == "eager" and signature is not None:
-            self._failed[signature] = f"{type(exc).__name__}: {exc}"
+        """A graph the backend failed on (compiling it, or at its first run where NumPy did not): later traces of
+        the same graph with other sizes run eagerly without compiling it again."""
+        if entry.mode == "eager" and entry.traced_graph is not None:
+            self._failed[sizes_aside(entry.traced_graph) or ""] = f"{type(exc).__name__}: {exc}"
 
     def _publish(self, entry: Entry, reason: str | None, site: str) -> None:
         """Make ``entry`` visible to the dispatch loop (under the lock); a recompile records why and where."""
@@ -464,9 +463,7 @@ class CompiledFunction:
             log.warning("jitgraph: %s backend failed on %s (%s: %s); running eagerly",
                         backend, self.name, type(exc).__name__, exc)
             entry.break_reason = BreakReason(f"{backend} backend failed: {exc}", None, None)
-            signature = sizes_aside(traced.graph)
-            if signature is not None:
-                self._failed[signature] = f"{type(exc).__name__}: {exc}"
+            self._remember_failure(entry, exc)
         if lowered is not None:
             entry.use(lowered, stage)
 
