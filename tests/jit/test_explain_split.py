@@ -25,8 +25,7 @@ def test_explain_shows_two_graphs_and_the_split_reason(capsys) -> None:
     x = np.linspace(-1.0, 1.0, 8)
     result = jitgraph.explain(printing, backend="cpu")(x)
     assert capsys.readouterr().out == "half way (8,)\n"  # the print ran once, eagerly
-    np.testing.assert_array_equal(result.output, printing.__wrapped__(x) if hasattr(printing, "__wrapped__")
-                                  else np.tanh(x) * 2.0 + 1.0)
+    np.testing.assert_allclose(result.output, np.tanh(x) * 2.0 + 1.0, rtol=1e-14)  # the kernels' tanh: <= 4 ulp
     assert result.graph_count == 2 and result.graph_break_count == 0 and result.fallbacks == 0
     assert [(s.lineno, "print" in s.reason) for s in result.split_reasons] == [(PRINT_LINE, True)]
     text = str(result)
