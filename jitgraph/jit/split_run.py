@@ -114,14 +114,18 @@ class _EagerCall:
         else:
             fn = self.callee[1]
         result = fn(*args, **kwargs)
-        if cut.result_node is not None:
-            kind, shape, dtype = cut.result_check or (None, None, None)
-            if type(result) is not kind or getattr(result, "shape", ()) != shape or \
-                    getattr(result, "dtype", None) != dtype:
-                raise SplitCallError(f"{cut.reason}: the call returned {type(result).__name__} "
-                                     f"{getattr(result, 'shape', '')}, not the {kind.__name__} {shape} it returned "
+        if cut.result_node is None:
+            return
+        parts = list(result) if cut.more_results else [result]  # a named tuple's parts (svd, qr, eigh)
+        if len(parts) != len(cut.results):
+            raise SplitCallError(f"{cut.reason}: the call returned {len(parts)} values, not {len(cut.results)}")
+        for node, check, part in zip(cut.results, [cut.result_check, *cut.more_checks], parts):
+            kind, shape, dtype = check or (None, None, None)
+            if type(part) is not kind or getattr(part, "shape", ()) != shape or getattr(part, "dtype", None) != dtype:
+                raise SplitCallError(f"{cut.reason}: the call returned {type(part).__name__} "
+                                     f"{getattr(part, 'shape', '')}, not the {kind.__name__} {shape} it returned "
                                      "when traced")
-            env[cut.result_node] = result
+            env[node] = part
 
 
 class SplitCallError(JitgraphError):

@@ -138,7 +138,7 @@ class SideEffects:
 
         def spec(value: Any) -> Any:
             if isinstance(value, TArray):
-                key = (value.buffer.uid, value.path, value.kind, value.buffer.version)
+                key = (value.buffer.uid, _hashable(value.path), value.kind, value.buffer.version)
                 if key not in memo:
                     memo[key] = spec_of(value)
                 return memo[key]
@@ -163,6 +163,15 @@ class SideEffects:
             else:
                 out.append((e.kind, e.source.code, e.name, spec(e.value)))
         return out
+
+
+def _hashable(path: Any) -> Any:
+    """A view's path as a memo key: slices are unhashable before Python 3.12 (``self.c = Vt[:k]``)."""
+    try:
+        hash(path)
+    except TypeError:
+        return repr(path)
+    return path
 
 
 def _rewritten_scalars(tx: TraceContext, effects: list[Effect]) -> set[str]:

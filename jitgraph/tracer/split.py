@@ -56,6 +56,13 @@ class Cut:
     filename: str | None
     lineno: int | None
     pure: bool = False  # a call that reads only its arguments and writes nothing (it may raise)
+    more_results: list[Node] = field(default_factory=list)  # the other parts of a named tuple (svd, qr, eigh)
+    more_checks: list[tuple] = field(default_factory=list)
+
+    @property
+    def results(self) -> list[Node]:
+        """Every graph input this call's result fills (the parts of a named tuple, in order)."""
+        return ([] if self.result_node is None else [self.result_node]) + self.more_results
 
 
 @dataclass
@@ -138,7 +145,7 @@ def _kind(fn: Any) -> str | None:
 # from the arguments' types alone (not eig/eigvals, real or complex by the data; not lstsq, whose residuals'
 # size depends on the rank): they run eagerly between two graphs. Data-dependent sizes (np.unique, x[mask]) are not
 # here: the graph after them would depend on the data.
-_PURE_LINALG = ("solve", "inv", "pinv", "det", "cholesky", "matrix_power", "eigvalsh", "matrix_rank", "cond")
+_PURE_LINALG = ("svd", "qr", "eigh", "slogdet", "solve", "inv", "pinv", "det", "cholesky", "matrix_power", "eigvalsh", "matrix_rank", "cond")
 
 
 def _is_pure(fn: Any) -> bool:
@@ -148,6 +155,8 @@ def _is_pure(fn: Any) -> bool:
         return False
 
 
+_PURE_TUPLES = {type(np.linalg.svd(np.eye(2))), type(np.linalg.qr(np.eye(2))), type(np.linalg.eigh(np.eye(2))),
+                type(np.linalg.slogdet(np.eye(2)))}
 _PURE = {getattr(np.linalg, name) for name in _PURE_LINALG if hasattr(np.linalg, name)}
 _CLOCKS = {time.time, time.perf_counter, time.monotonic, time.process_time}
 _WHY = {"pure": "no IR op, LAPACK runs it; its result feeds the next graph", "output": "output", "draw": "a draw advances the generator", "clock": "a clock reading"}
@@ -172,15 +181,18 @@ def _pure_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
             sample = fn(*(_probe(s, nodes) for s in arg_specs), **{k: _probe(s, nodes) for k, s in kw_specs.items()})
     except Exception:  # noqa: BLE001 - not cut: the table's entry names the break
         return NOT_CUT
-    if not isinstance(sample, np.ndarray | np.generic) or type_of(sample).dtype not in SUPPORTED_DTYPES:
+    parts = list(sample) if type(sample) in _PURE_TUPLES else [sample]  # svd, qr, eigh, slogdet: a named tuple
+    if not all(isinstance(p, np.ndarray | np.generic) and p.dtype in SUPPORTED_DTYPES for p in parts):
         return NOT_CUT
-    result_node = tx.builder.input(type_of(sample), f"{name}() result")
-    kind_of = "array" if isinstance(sample, np.ndarray) else "scalar"
-    check = (type(sample), np.shape(sample), sample.dtype)
-    index = len(tx.builder.nodes) - 1
-    tx.cuts.append(Cut(index, ("const", fn), arg_specs, kw_specs, nodes, result_node, check,
-                       f"{name}() runs eagerly between graphs ({_WHY['pure']})", tx.filename, tx.lineno, pure=True))
-    return TArray(Buffer(result_node), (), kind_of)
+    reason = f"{name}() runs eagerly between graphs ({_WHY['pure']})"
+    results = [tx.builder.input(type_of(part), f"{name}() result" + (f"[{k}]" if len(parts) > 1 else ""))
+               for k, part in enumerate(parts)]
+    checks = [(type(part), np.shape(part), part.dtype) for part in parts]
+    tx.cuts.append(Cut(len(tx.builder.nodes) - len(results), ("const", fn), arg_specs, kw_specs, nodes, results[0],
+                       checks[0], reason, tx.filename, tx.lineno, pure=True, more_results=results[1:],
+                       more_checks=checks[1:]))
+    values = [TArray(Buffer(r), (), "array" if isinstance(p, np.ndarray) else "scalar") for r, p in zip(results, parts)]
+    return type(sample)(*values) if type(sample) in _PURE_TUPLES else values[0]
 
 
 def _probe(spec: Any, nodes: list[Node]) -> Any:
@@ -248,7 +260,7 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
     when it cannot be split safely."""
     pos = {n: i for i, n in enumerate(nodes)}
     bounds = [c.index for c in cuts]
-    results = {c.result_node for c in cuts if c.result_node is not None}
+    results = {n for c in cuts for n in c.results}
     base = [n for n in graph.inputs if n not in results]
     base_set = set(base)
     last = len(cuts)
@@ -261,7 +273,7 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
     for n in nodes:
         if may_raise(n) and n in pos:
             s = seg_of(n)
-            if s > 0:
+            if s > 0 and not all(c.pure for c in cuts[:s]):  # after pure calls only, the eager rerun is exact
                 return "a run-time check after an eager call could raise once that call has run"
             roots[s].append(n)
     requested: dict[int, list[Node]] = {s: [] for s in range(last + 1)}

@@ -102,7 +102,7 @@ def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         brk = None
     except GraphBreak as exc:
         graph, spec, brk, effects, plan = None, None, exc, [], None
-    results = {id(c.result_node) for c in tx.cuts if c.result_node is not None}
+    results = {id(n) for c in tx.cuts for n in c.results}
     extra: dict[str, Any] = {"leaf_names": [name for n, name in zip(tx.builder.inputs, tx.builder.input_names)
                                             if id(n) not in results]}
     if plan is not None:

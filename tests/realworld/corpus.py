@@ -517,6 +517,27 @@ def whiten_nested(X):
     return Xc @ P
 
 
+class PCA:
+    def __init__(self, k: int = 2) -> None:
+        self.k = k
+
+    def fit_transform(self, X):
+        mean = X.mean(axis=0)
+        Xc = X - mean
+        _, S, Vt = np.linalg.svd(Xc, full_matrices=False)  # a named tuple from LAPACK, between two graphs
+        self.mean = mean
+        self.components = Vt[:self.k]
+        self.explained_variance = S[:self.k] ** 2 / (X.shape[0] - 1)
+        return Xc @ self.components.T
+
+    def fit_store_first(self, X):
+        self.mean = X.mean(axis=0)  # a store before a call that may raise: not split (the rerun would be exact,
+        Xc = X - self.mean  # but a raise on the fast path would lose the store)
+        _, _S, Vt = np.linalg.svd(Xc, full_matrices=False)
+        self.components = Vt[:self.k]
+        return Xc @ self.components.T
+
+
 def count_classes(y, X):
     classes = np.unique(y)  # a data-dependent shape
     return X.sum(axis=0) / len(classes)
@@ -610,6 +631,8 @@ CASES = [
     Case("NoisyLayer.forward", NoisyLayer.forward, lambda: (NoisyLayer(), _X(5, 3)), kind="split", seeded=True),
     Case("ridge_solve", ridge_solve, lambda: (_X(), arr(5, seed=8)), kind="split"),
     Case("whiten_nested", whiten_nested, lambda: (_X(8, 3),), kind="split"),
+    Case("PCA.fit_transform", PCA.fit_transform, lambda: (PCA(), _X(8, 4)), kind="split"),
+    Case("PCA.fit_store_first", PCA.fit_store_first, lambda: (PCA(), _X(8, 4)), kind="eager"),
     Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="eager"),
     Case("positive_sum", positive_sum, lambda: (_X(),), kind="eager"),
     Case("early_exit", early_exit, lambda: (_X(),)),

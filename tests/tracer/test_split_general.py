@@ -159,3 +159,61 @@ def test_cpu_backend_runs_the_segments() -> None:
     ew, emse = _ridge(X, y, 0.5)
     np.testing.assert_allclose(w, ew)
     np.testing.assert_allclose(mse, emse)
+
+
+def test_a_check_after_a_pure_call_raises_as_eager() -> None:
+    def g(A, x):
+        d = float(np.linalg.det(A))
+        return x / d  # Python float division: ZeroDivisionError at d == 0.0, a check after the eager call
+    f = jitgraph.compile(g, backend="eager")
+    A = np.eye(2) * 2
+    assert f(A, 3.0) == g(A, 3.0)
+    assert len(_segments(f).segments) == 2
+    with pytest.raises(ZeroDivisionError):
+        f(np.zeros((2, 2)), 3.0)
+    assert f(A, 5.0) == g(A, 5.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_named_tuple_results_split(dtype) -> None:
+    def pca(X, k):
+        Xc = X - X.mean(axis=0)
+        _, S, Vt = np.linalg.svd(Xc, full_matrices=False)
+        return Xc @ Vt[:k].T, S[:k] ** 2
+
+    def eig_whiten(C):
+        res = np.linalg.eigh(C @ C.T + np.eye(3))
+        return res.eigenvectors / np.sqrt(res.eigenvalues)
+
+    def logdet(A):
+        sign, ld = np.linalg.slogdet(A @ A.T + np.eye(3))
+        q, r = np.linalg.qr(A)
+        return sign * ld + q.sum() + r.trace()
+
+    X = _data(8, 3, dtype=dtype)[0]
+    for fn, args in ((pca, (X, 2)), (eig_whiten, (X[:3],)), (logdet, (X[:3],))):
+        f = jitgraph.compile(fn, backend="eager")
+        for _ in range(2):
+            got, want = f(*args), fn(*args)
+            for a, b in zip(np.atleast_1d(got) if not isinstance(got, tuple) else got,
+                            np.atleast_1d(want) if not isinstance(want, tuple) else want):
+                assert np.asarray(a).dtype == np.asarray(b).dtype
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        assert f.cache_info().fallbacks == 0, f.break_reasons()
+        assert _segments(f) is not None
+
+
+def test_storing_a_sliced_view_of_a_computed_array() -> None:
+    """A replayed store of ``Vt[:k]`` (a view whose path holds a slice, unhashable before Python 3.12)."""
+    class Obj:
+        pass
+
+    def g(o, X):
+        Y = X * 2
+        o.top = Y[:2]
+        return Y.sum()
+    f = jitgraph.compile(g, backend="eager")
+    o, X = Obj(), np.arange(6.0).reshape(3, 2)
+    assert f(o, X) == 30.0
+    np.testing.assert_array_equal(o.top, (X * 2)[:2])
+    assert f.cache_info().fallbacks == 0
