@@ -2,10 +2,11 @@
 
     python benchmarks/cuda_elementwise.py            # on a GPU machine, about a minute
 
-For W1, W4 and W6 of ``benchmarks/workloads.py`` (device-resident arguments) it prints the kernel time (CUDA
-events, launch overhead excluded as in ``scripts/gpu_check.py``) and the bandwidth reached for each setting of
-``codegen.UNROLL`` (``auto``: ``codegen.unroll_for``) and ``runtime.BLOCKS_PER_SM``, beside the driver's device-to-device copy of the same number of
-bytes: the fraction of that copy is the honest ceiling at this size, where launch and ramp-up are not amortised.
+For W1, W4 and W6 of ``benchmarks/workloads.py`` (device-resident arguments) it prints the kernel time (CUDA events,
+launch overhead excluded as in ``scripts/gpu_check.py``) and the bandwidth reached for each setting of
+``codegen.UNROLL`` (``auto``: ``codegen.unroll_for``) and ``runtime.BLOCKS_PER_SM``, beside the driver's
+device-to-device copy of the same number of bytes: the fraction of that copy is the honest ceiling at this size, where
+launch and ramp-up are not amortised.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def main() -> int:
                 for per_sm in (4, 8, 16, 32):
                     codegen.UNROLL, runtime.BLOCKS_PER_SM = unroll, per_sm
                     ms = kernel_ms(fn, inputs)
-                    print(f"  {unroll or 'auto':>6} {per_sm:>9} {ms:>10.4f} {n_bytes / ms / 1e6:>7.0f} {copy / ms:>8.0%}")
+                    print(f"  {unroll or 'auto':>6} {per_sm:>9} {ms:>10.4f} {n_bytes / ms / 1e6:>7.0f} "
+                          f"{copy / ms:>8.0%}")
     print(f"\nfinished in {time.perf_counter() - start:.0f} s")
     return 0
 

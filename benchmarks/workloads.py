@@ -287,13 +287,14 @@ def main() -> None:
     print(f"\nsmall call (a*b+c, three 16-element float32 arrays): NumPy {eager_small * 1e6:.1f} us, "
           f"jitgraph {comp_small * 1e6:.1f} us (+{(comp_small - eager_small) * 1e6:.1f} us)")
     if extras:
-        print("\nCompetitors on the same workloads (median time, first-call compile time in parentheses, and in brackets "
-              "jitgraph's median timed in alternating blocks with that competitor):")
+        print("\nCompetitors on the same workloads (median time, first-call compile time in parentheses, and in "
+              "brackets jitgraph's median timed in alternating blocks with that competitor):")
         print("| workload | jitgraph | " + " | ".join(extras) + " |")
         print("|---|---|" + "---|" * len(extras))
         for res in rows:
             cells = [competitors.cell(res["extra"][kind]) for kind in extras]
-            print(f"| {res['name']} | {res['compiled'] * 1e3:.2f} ms ({res['cold']:.1f} s) | " + " | ".join(cells) + " |")
+            head = f"| {res['name']} | {res['compiled'] * 1e3:.2f} ms ({res['cold']:.1f} s) | "
+            print(head + " | ".join(cells) + " |")
     if os.environ.get("JITGRAPH_BENCH_JSON"):
         Path(os.environ["JITGRAPH_BENCH_JSON"]).write_text(json.dumps(rows, indent=1))
 

@@ -1,11 +1,11 @@
 """Data-parallel training of an MLP on a Dask cluster: each worker holds a shard of the data.
 
-The model is the two-layer MLP (softmax cross-entropy, SGD) of mlp_training.py's first version. Each step, every
-worker computes the gradient of its part of the global batch with a compiled function (the forward and backward
-pass of ``train_step``, without the update); the gradients are summed across workers in a tree of compiled
-additions; the client updates the parameters once and broadcasts them to every worker. Because each shard's loss and gradient are divided by the *global* batch size, their sum is exactly the
-full batch's, so the result equals single-process training on the same batches (float32 sums in another order:
-within float tolerance), which this script checks.
+The model is the two-layer MLP (softmax cross-entropy, SGD) of mlp_training.py's first version. Each step, every worker
+computes the gradient of its part of the global batch with a compiled function (the forward and backward pass of
+``train_step``, without the update); the gradients are summed across workers in a tree of compiled additions; the client
+updates the parameters once and broadcasts them to every worker. Because each shard's loss and gradient are divided by
+the *global* batch size, their sum is exactly the full batch's, so the result equals single-process training on the same
+batches (float32 sums in another order: within float tolerance), which this script checks.
 
     python examples/dask_training.py                          # a LocalCluster with 2 worker processes
     python examples/dask_training.py --scheduler tcp://host:8786 --workers 4

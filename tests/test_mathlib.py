@@ -28,7 +28,7 @@ _EXTENDED = np.finfo(np.longdouble).nmant >= 63
 _CONTRACT_ULP = 4  # the library's promise against NumPy's own result, whatever its accuracy
 
 
-# --- references -----------------------------------------------------------------------------------------------------
+# --- references ----------------------------------------------------------------------------------------------------
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     e = np.exp(-np.abs(x))
@@ -84,7 +84,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return dist
 
 
-# --- compiled loop kernels --------------------------------------------------------------------------------------------
+# --- compiled loop kernels -------------------------------------------------------------------------------------------
 
 @cache
 def kernel(op: str, dtype: str):
@@ -111,7 +111,7 @@ def apply(op: str, dtype: str, *args: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- samples -----------------------------------------------------------------------------------------------------------
+# --- samples ----------------------------------------------------------------------------------------------------------
 
 # Interesting intervals per op: overflow/underflow thresholds, where the algorithm switches pieces, etc.
 _WINDOWS = {
@@ -152,7 +152,7 @@ def specials(dtype: str) -> np.ndarray:
     return np.array(SPECIALS + extra, dtype=dtype)
 
 
-# --- accuracy ----------------------------------------------------------------------------------------------------------
+# --- accuracy ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", UNARY)
@@ -232,7 +232,7 @@ def test_trig_hard_cases(op: str, dtype: str) -> None:
     assert err.max() <= ULP_BOUNDS[op] + (0 if dtype == "float32" or _EXTENDED else 1)
 
 
-# --- special values ----------------------------------------------------------------------------------------------------
+# --- special values ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", UNARY)

@@ -185,7 +185,8 @@ def plan(f: Callable[..., Any], *args: Any, drop_axis: Sequence[int] | int = (),
                                      hint="call dask.array.map_blocks with explicit chunks=")
     dtypes = {t.out.dtype for t in traces}
     if len(dtypes) > 1:
-        raise ChunkPlanError(f"{cf.name}: blocks of different shapes give different dtypes ({sorted(map(str, dtypes))})")
+        raise ChunkPlanError(f"{cf.name}: blocks of different shapes give different dtypes "
+                             f"({sorted(map(str, dtypes))})")
     last = traces[-1].out
     chunks_kept = [tuple(per_dim[g][s] for s in grid[g]) for g in range(ndim) if g not in drop]
     chunks: list[tuple[int, ...]] = []

@@ -74,7 +74,8 @@ def _fill(name: str) -> Lowering:
 
 TABLE.functions[np.zeros] = _fill("zeros")
 TABLE.functions[np.ones] = _fill("ones")
-TABLE.functions[np.empty] = _fill("zeros")  # contents unspecified: zeros is a valid choice and keeps outputs deterministic
+# np.empty's contents are unspecified: zeros is a valid choice and keeps outputs deterministic.
+TABLE.functions[np.empty] = _fill("zeros")
 
 
 def _full_node(tx: TraceContext, shape: tuple[int, ...], value: Any, dtype: np.dtype | None,

@@ -19,7 +19,8 @@ UNARY = {
 }
 BINARY = {
     "add": np.add, "multiply": np.multiply, "subtract": np.subtract,
-    "ratio": lambda a, b: a / (1.5 + np.cos(b)), "maximum": np.maximum, "where": lambda a, b: np.where(a > b, a, b * 2.0),
+    "ratio": lambda a, b: a / (1.5 + np.cos(b)), "maximum": np.maximum,
+    "where": lambda a, b: np.where(a > b, a, b * 2.0),
 }
 REDUCE = {
     "sum0": lambda a: a.sum(axis=0, keepdims=True), "mean1": lambda a: a.mean(axis=-1, keepdims=True),

@@ -61,8 +61,8 @@ print("ok")
 def run(code: str, tmp_path: Path) -> None:
     env = dict(os.environ, JITGRAPH_NUM_THREADS="2", JITGRAPH_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, check=False,
-                          timeout=TIMEOUT_S)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          check=False, timeout=TIMEOUT_S)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 

@@ -117,8 +117,8 @@ def in_a_branch(a, b):
     return a
 
 
-CASES = [in_a_loop, in_a_branch, b_then_a, a_then_b, setitem_second, slice_store, out_argument, copyto_second, through_a_view,
-         read_only_is_read]
+CASES = [in_a_loop, in_a_branch, b_then_a, a_then_b, setitem_second, slice_store, out_argument, copyto_second,
+         through_a_view, read_only_is_read]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

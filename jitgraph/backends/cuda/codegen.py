@@ -78,8 +78,8 @@ def unroll_for(leaves: list[Node]) -> int:
 
 def elementwise(name: str, body: Graph, info: GroupInfo, leaves: list[Node], outs: list[Node],
                 scalar_arrays: frozenset[int]) -> KernelSource:
-    """A grid-stride loop that handles ``unroll_for(leaves)`` elements per trip: all their loads and arithmetic first, then all
-    their stores.
+    """A grid-stride loop that handles ``unroll_for(leaves)`` elements per trip: all their loads and arithmetic first,
+    then all their stores.
 
     One element per trip leaves too few bytes in flight to cover DRAM latency when a group reads one or two arrays
     (a GELU over 1e7 floats reached under half of an H200's bandwidth); the compiler cannot hoist the next trip's
