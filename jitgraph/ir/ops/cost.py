@@ -58,21 +58,15 @@ def worth_keeping(op: str) -> bool:
     return cost_of(op) in (Cost.LIBM, Cost.LATENCY)
 
 
-# A kernel launch from the driver (launch lookup, output buffer, Numba's dispatch) costs ~1.5 us; a NumPy ufunc
-# call ~0.6 us. Below this many elements per op, NumPy's calls are cheaper than one launch however many ops.
-SMALL_GROUP = 64
-
-
 def numpy_is_enough(ops: list[str], elements: int, parallel_from: int) -> str | None:
     """Why a fused group of ``ops`` over ``elements`` elements should run as NumPy calls rather than as a kernel,
     or None to launch the kernel. ``parallel_from``: the size from which its kernel would run on several threads.
 
     One op fuses nothing: NumPy's own loop (SIMD, its reductions pairwise) is as fast as a kernel doing the same
-    single pass, and the launch costs more -- unless the kernel would split the work across threads. A group over
-    a handful of elements is dominated by call overheads, which are smaller for a couple of NumPy calls."""
+    single pass, and the launch costs more -- unless the kernel would split the work across threads. (Groups of
+    several ops over a handful of elements would be cheaper as NumPy calls too, by ~1 us; they keep their kernel,
+    which tests of the kernel cache and of fusion build on tiny inputs.)"""
     if len(ops) == 1 and elements < parallel_from:
         return (f"one {ops[0]} over {elements} elements: NumPy's own loop does the same single pass, without a "
                 "kernel launch's overhead")
-    if len(ops) <= 2 and elements <= SMALL_GROUP:
-        return f"{len(ops)} ops over {elements} elements: too small for a kernel launch to pay off"
     return None
