@@ -555,6 +555,13 @@ def early_exit(x):
     return np.tanh(x)
 
 
+def early_none(x):
+    s = np.abs(x).max()
+    if s > 10.0:  # a data-dependent early return of another kind of value: no cond, and no split yet
+        return None
+    return np.tanh(x) / s
+
+
 # ---- the cases ------------------------------------------------------------------------------------------------
 @dataclass
 class Case:
@@ -636,6 +643,7 @@ CASES = [
     Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="eager"),
     Case("positive_sum", positive_sum, lambda: (_X(),), kind="eager"),
     Case("early_exit", early_exit, lambda: (_X(),)),
+    Case("early_none", early_none, lambda: (_X(),), kind="eager"),
 ]
 
 
