@@ -217,3 +217,32 @@ def test_storing_a_sliced_view_of_a_computed_array() -> None:
     assert f(o, X) == 30.0
     np.testing.assert_array_equal(o.top, (X * 2)[:2])
     assert f.cache_info().fallbacks == 0
+
+
+def test_writes_into_the_result_stay_in_the_next_graph() -> None:
+    def g(A, b):
+        w = np.linalg.solve(A, b)
+        w += 1
+        w[0] = 5
+        return w, w.sum()
+    f = jitgraph.compile(g, backend="eager")
+    A, b = np.eye(2) * 2, np.ones(2)
+    for _ in range(2):
+        (w, s), (ew, es) = f(A, b), g(A, b)
+        np.testing.assert_array_equal(w, ew)
+        assert s == es
+    assert f.cache_info().fallbacks == 0
+
+
+def test_a_call_inside_a_branch_region_keeps_the_whole_function_eager() -> None:
+    def g(A, b, x):
+        if x.sum() > 0:
+            y = np.linalg.solve(A, b)
+        else:
+            y = b * 2
+        return y + 1
+    f = jitgraph.compile(g, backend="eager")
+    A, b = np.eye(2) * 2, np.ones(2)
+    for x in (np.ones(2), -np.ones(2)):
+        np.testing.assert_array_equal(f(A, b, x), g(A, b, x))
+    assert f.cache_info().fallbacks == 2 and "LAPACK" in str(f.break_reasons()[0])
