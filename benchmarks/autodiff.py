@@ -17,40 +17,24 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from mlp_training import loss as mlp_loss  # the examples' model (examples/ is not a package)
+from mlp_training import loss_and_gradients
+
 import jitgraph
-
-
-def mlp_loss(params, x, y, np=np):
-    n = x.shape[0]
-    h = np.maximum(x @ params["W1"] + params["b1"], 0)
-    logits = h @ params["W2"] + params["b2"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(logits)
-    p = e / e.sum(axis=1, keepdims=True)
-    return -np.log(p[np.arange(n), y] + 1e-9).mean()
 
 
 def mlp_hand(params, x, y):
     """The hand-written backward of examples/mlp_training.py, returning (loss, grads)."""
-    n = x.shape[0]
-    h = np.maximum(x @ params["W1"] + params["b1"], 0)
-    logits = h @ params["W2"] + params["b2"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(logits)
-    p = e / e.sum(axis=1, keepdims=True)
-    loss = -np.log(p[np.arange(n), y] + 1e-9).mean()
-    dlogits = p.copy()
-    dlogits[np.arange(n), y] -= 1
-    dlogits /= n
-    dh = dlogits @ params["W2"].T
-    dh[h <= 0] = 0
-    return loss, {"W1": x.T @ dh, "b1": dh.sum(axis=0), "W2": h.T @ dlogits, "b2": dlogits.sum(axis=0)}
+    return loss_and_gradients(params, x, y, x.shape[0])
 
 
 def rnn_loss(params, xs, h0, np=np):

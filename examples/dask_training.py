@@ -22,76 +22,21 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness, run from anywhere
+import cloudpickle
+import mlp_training
 from _harness import FirstCall, agreed, assert_same, print_table
 from distributed import wait  # the dask extra: pip install 'jitgraph[dask]'
+from mlp_training import init_params, loss_and_gradients, make_dataset, train_step
 
 import jitgraph
 import jitgraph.dask  # compiled functions defined here travel to the workers by value
 
-
-# The model: the two-layer MLP with softmax cross-entropy and SGD that mlp_training.py trained when this example
-# was written, kept here so that the example stands alone (and its workers need no other example file).
-def make_dataset(n: int, dim: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian blobs, one per class, in ``dim`` dimensions; integer labels."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(0, 3, size=(classes, dim)).astype(np.float32)
-    y = rng.integers(0, classes, size=n)
-    x = centers[y] + rng.normal(0, 1, size=(n, dim)).astype(np.float32)
-    return x.astype(np.float32), y.astype(np.int64)
+cloudpickle.register_pickle_by_value(mlp_training)
 
 
-def init_params(dim: int, hidden: int, classes: int, seed: int = 1) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {
-        "W1": (rng.normal(0, 1, (dim, hidden)) / np.sqrt(dim)).astype(np.float32),
-        "b1": np.zeros(hidden, np.float32),
-        "W2": (rng.normal(0, 1, (hidden, classes)) / np.sqrt(hidden)).astype(np.float32),
-        "b2": np.zeros(classes, np.float32),
-    }
-
-
-def train_step(params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, lr: float) -> Any:
-    """One SGD step on one batch, in one process (the reference the distributed run must equal)."""
-    n = x.shape[0]
-    h = np.maximum(x @ params["W1"] + params["b1"], 0)
-    logits = h @ params["W2"] + params["b2"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(logits)
-    p = e / e.sum(axis=1, keepdims=True)
-    loss = -np.log(p[np.arange(n), y] + 1e-9).mean()
-    dlogits = p.copy()
-    dlogits[np.arange(n), y] -= 1
-    dlogits /= n
-    dW2 = h.T @ dlogits
-    db2 = dlogits.sum(axis=0)
-    dh = dlogits @ params["W2"].T
-    dh[h <= 0] = 0
-    dW1 = x.T @ dh
-    db1 = dh.sum(axis=0)
-    params["W1"] -= lr * dW1
-    params["b1"] -= lr * db1
-    params["W2"] -= lr * dW2
-    params["b2"] -= lr * db2
-    return loss
-
-
-@jitgraph.compile
-def shard_gradient(params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, n_total: int
-                   ) -> tuple[Any, dict[str, np.ndarray]]:
-    """Loss and gradients of this shard's rows, divided by the global batch size (so shards add up)."""
-    n = x.shape[0]
-    h = np.maximum(x @ params["W1"] + params["b1"], 0)
-    logits = h @ params["W2"] + params["b2"]
-    logits = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(logits)
-    p = e / e.sum(axis=1, keepdims=True)
-    loss = -np.log(p[np.arange(n), y] + 1e-9).sum() / n_total
-    dlogits = p.copy()
-    dlogits[np.arange(n), y] -= 1
-    dlogits /= n_total
-    dh = dlogits @ params["W2"].T
-    dh[h <= 0] = 0
-    return loss, {"W1": x.T @ dh, "b1": dh.sum(axis=0), "W2": h.T @ dlogits, "b2": dlogits.sum(axis=0)}
+# The model and its hand-written gradients are mlp_training.py's; that module travels to the workers by value
+# (registered with cloudpickle below), so a worker needs no example file on its path.
+shard_gradient = jitgraph.compile(loss_and_gradients)
 
 
 @jitgraph.compile

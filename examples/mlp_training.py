@@ -41,27 +41,42 @@ def init_params(dim: int, hidden: int, classes: int, seed: int = 1) -> dict[str,
     }
 
 
-def train_step(params, x, y, lr):
-    n = x.shape[0]
+def probabilities(params, x, np=np):
+    """The forward pass up to the softmax: hidden activations and class probabilities. ``np`` is the array module
+    (benchmarks/autodiff.py passes ``autograd.numpy`` and ``jax.numpy`` to differentiate the same code)."""
     h = np.maximum(x @ params["W1"] + params["b1"], 0)
     logits = h @ params["W2"] + params["b2"]
     logits = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(logits)
-    p = e / e.sum(axis=1, keepdims=True)
-    loss = -np.log(p[np.arange(n), y] + 1e-9).mean()
+    return h, e / e.sum(axis=1, keepdims=True)
+
+
+def loss(params, x, y, eps=1e-9, np=np):
+    """The cross-entropy loss alone, what ``mlp_autodiff.py`` differentiates with ``jitgraph.value_and_grad``."""
+    n = x.shape[0]
+    _, p = probabilities(params, x, np)
+    return -np.log(p[np.arange(n), y] + eps).mean()
+
+
+def loss_and_gradients(params, x, y, n_total):
+    """Loss and hand-written gradients of the rows ``x, y``, divided by ``n_total``: the batch's size, or on a
+    Dask worker the *global* batch's, so that the shards' losses and gradients add up to the whole batch's."""
+    n = x.shape[0]
+    h, p = probabilities(params, x)
+    loss = -np.log(p[np.arange(n), y] + 1e-9).sum() / n_total
     dlogits = p.copy()
     dlogits[np.arange(n), y] -= 1
-    dlogits /= n
-    dW2 = h.T @ dlogits
-    db2 = dlogits.sum(axis=0)
+    dlogits /= n_total
     dh = dlogits @ params["W2"].T
     dh[h <= 0] = 0
-    dW1 = x.T @ dh
-    db1 = dh.sum(axis=0)
-    params["W1"] -= lr * dW1
-    params["b1"] -= lr * db1
-    params["W2"] -= lr * dW2
-    params["b2"] -= lr * db2
+    return loss, {"W1": x.T @ dh, "b1": dh.sum(axis=0), "W2": h.T @ dlogits, "b2": dlogits.sum(axis=0)}
+
+
+def train_step(params, x, y, lr):
+    """One SGD step on one batch (updates ``params`` in place)."""
+    loss, grads = loss_and_gradients(params, x, y, x.shape[0])
+    for name, grad in grads.items():
+        params[name] -= lr * grad
     return loss
 
 

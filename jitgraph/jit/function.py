@@ -20,11 +20,8 @@ import collections
 import functools
 import itertools
 import logging
-import os
 import sys
-import threading
 import types
-import weakref
 from typing import Any, NamedTuple
 
 from jitgraph.errors import BackendError
@@ -38,6 +35,7 @@ from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.stages import Compiled, Traced, strict, trace_stage
+from jitgraph.jit.threads import compile_lock, tally
 from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
@@ -51,20 +49,6 @@ log_guards = logging.getLogger("jitgraph.guards")
 log_perf = logging.getLogger("jitgraph.perf")
 
 
-_LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
-
-
-def _new_locks_after_fork() -> None:
-    """A child forked while another thread held a compile lock would wait for it forever (that thread does not
-    exist in the child): each function gets a fresh lock there."""
-    for f in list(_LIVE):
-        f._lock = threading.RLock()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows
-    os.register_at_fork(after_in_child=_new_locks_after_fork)
-
-
 class _Outcome(NamedTuple):
     """What a miss did under the lock (``CompiledFunction._compile_miss``)."""
 
@@ -73,11 +57,6 @@ class _Outcome(NamedTuple):
     kwargs: dict[str, Any]
     ran: bool  # a new graph entry ran its first call: ``result`` is the call's value
     result: Any  # or, with no entry, why the call runs eagerly
-
-
-def _tally(counter: itertools.count) -> int:
-    """How many times ``next(counter)`` ran (``count(n)`` is its repr): counters threads bump without a lock."""
-    return int(repr(counter)[6:-1])
 
 
 class CompiledFunction:
@@ -93,9 +72,7 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.cache_limit = cache_limit
         self.options = dict(options or {})
-        # Reentrant: a recursive function's eager fallback calls this object again on the same thread.
-        self._lock = threading.RLock()
-        _LIVE.add(self)
+        self._lock = compile_lock(self)
         self._table: dict[tuple, tuple[Entry, ...]] = {}
         self.entries: list[Entry] = []
         self._clear()
@@ -470,8 +447,8 @@ class CompiledFunction:
     # ---- inspection -----------------------------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
         with self._lock:
-            return CacheInfo(hits=_tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=_tally(self._fallbacks), entries=len(self.entries))
+            return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
+                             fallbacks=tally(self._fallbacks), entries=len(self.entries))
 
     def recompile_reasons(self, with_site: bool = False) -> list[str]:
         """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""
@@ -484,7 +461,7 @@ class CompiledFunction:
         """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
         renders it."""
         return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
-                             fallbacks=_tally(self._fallbacks), output=output)
+                             fallbacks=tally(self._fallbacks), output=output)
 
     def break_reasons(self) -> list[BreakReason]:
         return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]

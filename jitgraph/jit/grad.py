@@ -30,6 +30,7 @@ from jitgraph.autodiff.reverse import differentiate
 from jitgraph.backends.eager import evaluate
 from jitgraph.device_arrays import is_device_array
 from jitgraph.inspect.result import ExplainResult
+from jitgraph.ir.graph import Graph
 from jitgraph.ir.types import TensorType, type_of
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.explain_builder import build_explain
@@ -116,8 +117,6 @@ class GradFunction(CompiledFunction):
                        ) -> TraceResult:
         graph = result.graph
         assert graph is not None
-        starts = leaf_starts(primals)
-        names = list(graph.input_names)
         kind = self.spec.kind
         positions = tuple(range(len(primals))) if kind in ("vjp", "jvp") else self.spec.positions
         for p in positions:
@@ -125,10 +124,8 @@ class GradFunction(CompiledFunction):
                 raise DifferentiationError(f"{self.name}: argnums {p} is out of range for {len(primals)} positional "
                                            "arguments")
         positions = tuple(p % len(primals) for p in positions)
-        wrt: list[int] = []
-        for p in positions:
-            check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
-            wrt.extend(range(starts[p], starts[p + 1]))
+        starts = checked_leaf_starts(graph, primals, positions)
+        wrt = [leaf for p in positions for leaf in range(starts[p], starts[p + 1])]
         n_leaves = starts[-1]
         if kind == "jvp":
             tangent_types = [_leaf_type(v) for v in _flat(extra)]
@@ -274,6 +271,16 @@ def leaf_starts(primals: tuple) -> list[int]:
     starts = [0]
     for value in primals:
         starts.append(starts[-1] + len(_flat(value)))
+    return starts
+
+
+def checked_leaf_starts(graph: Graph, primals: tuple, positions: Sequence[int]) -> list[int]:
+    """:func:`leaf_starts`, after checking that every leaf of the primals at ``positions`` (the differentiated
+    ones) is an array or a float: the graph inputs ``starts[p]:starts[p + 1]`` are argument ``p``'s leaves."""
+    starts = leaf_starts(primals)
+    names = list(graph.input_names)
+    for p in positions:
+        check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
     return starts
 
 

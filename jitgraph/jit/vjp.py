@@ -22,7 +22,7 @@ from jitgraph.autodiff import DifferentiationError
 from jitgraph.autodiff.reverse import differentiate
 from jitgraph.autodiff.split import can_split, split
 from jitgraph.jit.function import CompiledFunction
-from jitgraph.jit.grad import GradFunction, GradSpec, cached, check_leaves, grad_spec, leaf_starts, split_loss
+from jitgraph.jit.grad import GradFunction, GradSpec, cached, checked_leaf_starts, grad_spec, split_loss
 from jitgraph.tracer.keys import is_namedtuple
 from jitgraph.tracer.trace import TraceResult, raising_checks
 
@@ -50,11 +50,7 @@ class SplitVJP(GradFunction):
                        ) -> TraceResult:
         graph = result.graph
         assert graph is not None
-        starts = leaf_starts(primals)
-        names = list(graph.input_names)
-        for p in range(len(primals)):
-            check_leaves(primals[p], names[starts[p]:starts[p + 1]], f"argument {p}")
-        n_leaves = starts[-1]
+        n_leaves = checked_leaf_starts(graph, primals, range(len(primals)))[-1]
         out_spec = split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
         seeds = _computed_outputs(out_spec)
         types = [graph.outputs[k].tensor_type.with_(weak=False, layout="C") for k in seeds]

@@ -42,11 +42,7 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     idx[0], idx[1] = "i0", "i1"
     _column_values(emit, w, 0)
     emit.compute(w, [r.inputs[0] for r in reds] + [o.value for o in finals], idx, "", inner=True)
-    for r in reds:
-        (src,) = r.inputs
-        v = emit.var[r]
-        value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
-        w(f"col{v}[i1 - ulo] = {E.reduction_combine(r.op, f'col{v}[i1 - ulo]', value)}")
+    _accumulate(emit, w, reds, accs, "col")
     for o in finals:
         w(f"{emit.index(o, idx)} = {emit.ref(o.value, '')}")
     w.depth -= 2
@@ -55,17 +51,33 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     emit._done.clear()  # the values per column are computed again here: the main loop's are out of scope
     _column_values(emit, w, 0)
     for r in reds:
-        v = emit.var[r]
-        total = f"col{v}[i1 - ulo]"
-        if r.op == "mean":
-            total = E.mean_total(total, f"cnt{v}", r.type.dtype)
-        w(f"{v} = {E.cast(total, r.type.dtype)}")
+        w(f"{emit.var[r]} = {_column_total(emit, r, 'col')}")
         emit._done.add(r)
     emit._outer_values(w, 1)
     for o in spec.outputs:
         if o.value not in spec.full:
             w(f"{emit.index(o, idx)} = {emit.var[o.value]}")
     w.depth -= 1
+
+
+def _accumulate(emit: Any, w: Any, reds: list, accs: dict, prefix: str) -> None:
+    """Each reduction's value at ``(i0, i1)``, cast to its accumulator dtype and combined into its column's
+    accumulator ``{prefix}{var}[i1 - ulo]``."""
+    for r in reds:
+        (src,) = r.inputs
+        v = emit.var[r]
+        value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
+        w(f"{prefix}{v}[i1 - ulo] = {E.reduction_combine(r.op, f'{prefix}{v}[i1 - ulo]', value)}")
+
+
+def _column_total(emit: Any, r: Any, prefix: str) -> str:
+    """The expression of reduction ``r``'s result for column ``i1`` from its accumulator ``{prefix}{var}``: a mean
+    divides by its count, then the total is cast to the result dtype."""
+    v = emit.var[r]
+    total = f"{prefix}{v}[i1 - ulo]"
+    if r.op == "mean":
+        total = E.mean_total(total, f"cnt{v}", r.type.dtype)
+    return E.cast(total, r.type.dtype)
 
 
 def _column_values(emit: Any, w: Any, level: int) -> None:
@@ -140,19 +152,11 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
         w.depth += 2
         column_values(lvl)
         emit.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
-        for r in reds:
-            (src,) = r.inputs
-            v = emit.var[r]
-            value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
-            w(f"acc{v}[i1 - ulo] = {E.reduction_combine(r.op, f'acc{v}[i1 - ulo]', value)}")
+        _accumulate(emit, w, reds, accs, "acc")
         w.depth -= 2
         w("for i1 in range(ulo, uhi):")
         for r in reds:
-            v = emit.var[r]
-            total = f"acc{v}[i1 - ulo]"
-            if r.op == "mean":
-                total = E.mean_total(total, f"cnt{v}", r.type.dtype)
-            w(f"    col{v}[i1 - ulo] = {E.cast(total, r.type.dtype)}")
+            w(f"    col{emit.var[r]}[i1 - ulo] = {_column_total(emit, r, 'acc')}")
         store_level(lvl)
     top = max(levels) + 1
     finals = [o for o in spec.outputs if o.value in spec.full]

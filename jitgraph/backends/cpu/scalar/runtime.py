@@ -60,22 +60,10 @@ def dot_mv(a, b):
 
 @numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
 def dot_vm(a, b):
-    """1-D · 2-D: ``out[c] = sum_k a[k] * b[k, c]``; a C-ordered ``b`` row by row (axpy, contiguous), a
-    column-major one (``B.T``) column by column as dot products."""
-    n, m = b.shape
-    out = np.zeros(m, dtype=b.dtype)
-    if b.strides[0] >= b.strides[1]:
-        for k in range(n):
-            ak = a[k]
-            for c in range(m):
-                out[c] += ak * b[k, c]
-    else:
-        for c in range(m):
-            acc = out[c]
-            for k in range(n):
-                acc += a[k] * b[k, c]
-            out[c] = acc
-    return out
+    """1-D · 2-D: ``out[c] = sum_k a[k] * b[k, c]``, which is :func:`dot_mv` of ``b.T`` and ``a``: a C-ordered
+    ``b`` (``b.T`` column-major) row by row as axpy updates, a column-major one (``B.T``) column by column as dot
+    products; the same loops and the same order of additions as written out."""
+    return dot_mv(b.T, a)
 
 
 @numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
