@@ -9,7 +9,12 @@ the CPU (name and features). The dtype signature is part of Numba's own index in
 Robustness:
 
 * writes are atomic (temporary file + ``os.replace``), so two processes filling the cache never see half a file
-  (Numba's own index and code files are written the same way);
+  (Numba's own index and code files are written the same way); a new module is published with ``os.link`` (the
+  first writer wins and later ones keep its file), because Numba's index records the module file's mtime and size
+  and would call itself stale if another process replaced the file with the same text;
+* a kernel's first call, which compiles and saves Numba's index, holds an exclusive ``flock`` on
+  ``kernels/<module>.lock`` (:func:`compile_lock`): processes on one host or several (a shared filesystem) whose
+  first calls overlap compile each kernel once between them; the ones that waited find Numba's index and load;
 * a module whose text does not hash to its name (truncated, edited, corrupted) is rewritten, and Numba's files
   for it are deleted; if loading Numba's cached code still fails, the kernel is recompiled after deleting them;
 * the directory is checked before anything in it is used (:mod:`cache_safety`: 0700 levels owned by this user, no
@@ -29,11 +34,17 @@ import hashlib
 import importlib.metadata
 import itertools
 import linecache
+import logging
 import os
+import stat
 import sys
 import tempfile
 import threading
+import time
 import types
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache as memoize
 from pathlib import Path
 
@@ -42,7 +53,19 @@ import numba
 
 from jitgraph.backends.cpu.cache_safety import CacheRefused, cache_dir, kernels_dir
 
-__all__ = ["CacheRefused", "cache_dir", "disk_cache_usable", "forget_module", "kernel_key", "load_module"]
+try:
+    import fcntl
+except ImportError:  # Windows has no fcntl: first calls there take no cross-process lock
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CacheRefused", "cache_dir", "compile_lock", "disk_cache_usable", "forget_module", "kernel_key",
+           "load_module"]
+
+_log = logging.getLogger("jitgraph.kernels")
+# How long a first call waits for another process compiling the same kernel before compiling it too (a process
+# that died holding the lock releases it; this bounds a lock that a stuck or very slow compile holds).
+LOCK_TIMEOUT_S = 120.0
+_no_flock_logged: list[bool] = []
 
 _counter = itertools.count()
 STATS = {"modules_written": 0, "modules_loaded": 0, "compiled": 0, "cache_hits": 0}
@@ -91,6 +114,25 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def _create(path: Path, text: str) -> bool:
+    """Create ``path`` holding ``text`` unless it exists: False when another writer got there first. Unlike
+    ``os.replace`` this never changes a published file, whose mtime and size Numba's index depends on."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links: replace atomically (same text, a new stamp)
+            os.replace(tmp, path)
+        return True
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 def _numba_files(path: Path) -> list[str]:
     return glob.glob(str(path.parent / "__pycache__" / (path.stem + ".*")))
 
@@ -134,6 +176,13 @@ def _execute(modname: str, filename: str, source: str) -> types.ModuleType:
     return module
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
 def load_module(name: str, source: str, use_cache: bool) -> types.ModuleType:
     """The kernel module for ``source``: from the cache directory, or from memory when ``use_cache`` is False.
     ``name`` is only for readability (it appears in tracebacks). Raises CacheRefused when the cache directory fails
@@ -149,17 +198,17 @@ def load_module(name: str, source: str, use_cache: bool) -> types.ModuleType:
     # the text executed (what jitgraph generated, compared before use), so its stamp describes this code.
     modname = f"jitgraph_kernel_{path.stem}"
     with _lock:
-        try:
-            existing = path.read_text()
-        except (FileNotFoundError, UnicodeDecodeError):
-            existing = None
-        if existing != source:
-            if existing is not None:
-                drop_numba_cache(path)  # the module was corrupt: Numba's files for it are suspect too
+        existing = _read(path)
+        written = False
+        if existing is None:
+            written = _create(path, source)
+            if not written:  # another process published it meanwhile: checked like any existing file
+                existing = _read(path)
+        if not written and existing != source:
+            drop_numba_cache(path)  # the module was corrupt: Numba's files for it are suspect too
             _atomic_write(path, source)
-            STATS["modules_written"] += 1
-        else:
-            STATS["modules_loaded"] += 1
+            written = True
+        STATS["modules_written" if written else "modules_loaded"] += 1
         module = sys.modules.get(modname)
         if module is None:
             module = _execute(modname, str(path), source)
@@ -180,13 +229,100 @@ def forget_module(kernel: object) -> None:
                 del sys.modules[modname]
 
 
+def _lock_file(kernel: object) -> Path | None:
+    """``kernels/<module>.lock`` for a kernel defined in a module of the checked disk cache, else None."""
+    code = getattr(getattr(kernel, "py_func", None), "__code__", None)
+    if code is None or not code.co_filename.endswith(".py"):
+        return None  # compiled in memory (cache=False or a refused directory): nothing shared to lock
+    module = Path(code.co_filename)
+    try:
+        kernels = kernels_dir()
+    except CacheRefused:
+        return None
+    if module.parent != kernels:
+        return None
+    return kernels / f"{module.stem}.lock"
+
+
+def _open_lock(path: Path) -> int | None:
+    """A descriptor on the lock file (created 0600; a symlink is never followed), or None when none is usable."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | \
+        getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:  # ELOOP: a symlink planted in its place
+        _log.debug("jitgraph: kernel lock %s not usable (%s): compiling without it", path, exc)
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        _log.debug("jitgraph: kernel lock %s is not a regular file of this user: compiling without it", path)
+        return None
+    return fd
+
+
+def _acquire(fd: int, path: Path) -> bool:
+    """Take the exclusive lock, polling (never blocking for good): False when flock is unsupported (an NFS mount
+    without lock support, logged once) or ``LOCK_TIMEOUT_S`` passed; the caller then compiles without it."""
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                _log.debug("jitgraph: kernel lock %s still held after %.0f s: compiling anyway", path, LOCK_TIMEOUT_S)
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        except OSError as exc:
+            if not _no_flock_logged:
+                _no_flock_logged.append(True)
+                _log.debug("jitgraph: flock unavailable in the kernel cache (%s): first calls take no lock", exc)
+            return False
+
+
+@contextmanager
+def compile_lock(kernel: object) -> Iterator[None]:
+    """Held around a kernel's first call, which compiles it and saves Numba's index (or loads from it): another
+    process (this host or another sharing the directory) wanting the same kernel waits, then finds the index and
+    loads instead of compiling. Does nothing for a kernel compiled in memory or outside the checked directory."""
+    path = _lock_file(kernel) if fcntl is not None else None
+    fd = _open_lock(path) if path is not None else None
+    if fd is None:
+        yield
+        return
+    try:
+        locked = _acquire(fd, path)
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# Numba's hit and miss totals of each dispatcher when last counted: a dispatcher shared by several launches (or
+# several compiled functions, through launch._SHARED) is counted once per compile, not once per launch.
+_seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def record_dispatch(dispatcher: object) -> None:
-    """Count whether a kernel's first call compiled or came from Numba's disk cache."""
+    """Count whether a kernel's first call compiled or came from Numba's disk cache (the change in the
+    dispatcher's totals since they were last counted)."""
     stats = getattr(dispatcher, "stats", None)
     if stats is None:
         return
     hits = sum(stats.cache_hits.values())
     misses = sum(stats.cache_misses.values())
     with _lock:
-        STATS["cache_hits"] += hits
-        STATS["compiled"] += max(misses, 0) if hits == 0 else 0
+        try:
+            seen_hits, seen_misses = _seen.get(dispatcher, (0, 0))
+            _seen[dispatcher] = (hits, misses)
+        except TypeError:  # not weakly referenceable: count the totals, as nothing says what was counted
+            seen_hits, seen_misses = 0, 0
+        new_hits, new_misses = hits - seen_hits, misses - seen_misses
+        STATS["cache_hits"] += max(new_hits, 0)
+        STATS["compiled"] += max(new_misses, 0) if new_hits <= 0 else 0

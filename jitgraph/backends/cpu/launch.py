@@ -347,14 +347,16 @@ class GroupKernel:
             launch = self._plan(operands, dict(inplace))
             start = time.perf_counter()
             try:
-                try:
-                    result = launch.run(operands, True)  # chunks one after the other while Numba compiles or loads
-                except Exception:
-                    # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
-                    if not self.use_cache or not kcache.numba_files(launch.kernel):
-                        raise
-                    kcache.drop_numba_cache_of(launch.kernel)
-                    result = launch.run(operands, True)
+                # Another process compiling this kernel (a shared cache directory) finishes first; this one loads.
+                with kcache.compile_lock(launch.kernel):
+                    try:
+                        result = launch.run(operands, True)  # chunks one after the other while Numba compiles
+                    except Exception:
+                        # A corrupt or truncated Numba cache file fails while loading: delete it and compile afresh.
+                        if not self.use_cache or not kcache.numba_files(launch.kernel):
+                            raise
+                        kcache.drop_numba_cache_of(launch.kernel)
+                        result = launch.run(operands, True)
             except BaseException:
                 for k in [k for k, kernel in self.modules.items() if kernel is launch.kernel]:
                     del self.modules[k]
