@@ -5,8 +5,10 @@ kernels Numba compiled or loaded from its cache (``jitgraph.backends.cpu.cache.S
 ``JITGRAPH_CACHE_DIR``, a worker that starts after another has compiled a function should show ``compiled == 0``
 and ``modules_written == 0`` after its first call: that is what "compiled once per cluster" means, measured.
 
-Workers whose first calls overlap both compile (no lock spans processes; the files stay consistent because every
-write is atomic). :func:`warm` avoids that: one worker makes the first call, and the others then load.
+Workers whose first calls overlap compile once between them as well: the backend holds a per-kernel ``flock`` in
+the cache directory around a kernel's first compile, so the others wait and load. Where the filesystem has no
+``flock`` each of them compiles (correctly: files are published atomically); :func:`warm` avoids that: one worker
+makes the first call, and the others then load.
 """
 
 from __future__ import annotations
