@@ -24,6 +24,11 @@ Rules, in the order they are tried for each node (topological order):
 * at most ``MAX_LEVELS`` reduction levels per group (layernorm needs two: mean, then variance), so no op is
   recomputed more than ``MAX_LEVELS + 1`` times.
 
+The bodies of ``loop`` / ``while`` / ``cond`` nodes are planned the same way, each on its own (recursively), so
+every backend sees kernels inside loops too. One difference there: a 0-d value the body computes outside its
+kernels anyway is read by the kernels instead of copied into them (a body runs once per iteration, so a copy would
+compute it twice per iteration); the top level keeps the copies.
+
 Each ``fused`` node's attrs say ``kind``, ``name`` and ``cuts``: one line per operand that is computed elsewhere,
 naming that producer (by its ``%k`` in the unfused graph) and why it was not fused.
 """
@@ -275,13 +280,35 @@ def _kernel_name(g: _Group, index: int) -> str:
     return "fused_" + "_".join(ops[:4]) + f"_{index}"
 
 
-def fuse_graph(graph: Graph) -> Graph:
-    """The fusion pass proper; see the module docstring for the rules."""
+def _live_outside(graph: Graph, member_of: dict[Node, _Group]) -> set[Node]:
+    """The nodes the fused graph computes outside every kernel: what the roots and the unfused nodes read, through
+    unfused nodes only (a 0-d value read only by kernels is copied into them and dropped)."""
+    stack = list(graph.live_roots()) + [i for n in graph.nodes if n not in member_of and not is_scalar_closure(n)
+                                        for i in n.inputs]
+    seen: set[Node] = set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in member_of:
+            continue
+        seen.add(n)
+        stack.extend(n.inputs)
+    return seen
+
+
+def fuse_graph(graph: Graph, *, nested: bool = False) -> Graph:
+    """The fusion pass proper; see the module docstring for the rules.
+
+    The bodies of ``loop`` / ``while`` / ``cond`` nodes are fused too, recursively (a body is planned on its own:
+    its inputs are the region's parameters), so the loop driver consumes the same plan inside loops as at the top
+    level. ``fused`` bodies themselves are never fused again."""
     if any(n.op == "fused" for n in graph.nodes):
         return graph
     planner = _Planner(graph)
     groups = planner.run()
     member_of: dict[Node, _Group] = {m: g for g in groups for m in g.members}
+    # In a region body (run once per iteration), a 0-d value that is computed outside the kernels anyway is read by
+    # them rather than copied in: a copy would compute it twice per iteration. (Top-level graphs keep the copy.)
+    kept = _live_outside(graph, member_of) if nested else set()
     users = graph.users()
     roots = set(graph.live_roots())
 
@@ -298,8 +325,10 @@ def fuse_graph(graph: Graph) -> Graph:
             new_inputs = tuple(emit(i) for i in node.inputs)
             if node.op == "input":
                 raise AssertionError("inputs are emitted first")
-            new = Node(node.op, new_inputs, node.type, node.attrs, node.regions, node.loc)
-            mapping[node] = builder.add(new if new_inputs != node.inputs else node)
+            regions = tuple(fuse_graph(r, nested=True) for r in node.regions)
+            same = new_inputs == node.inputs and all(a is b for a, b in zip(regions, node.regions))
+            new = Node(node.op, new_inputs, node.type, node.attrs, regions, node.loc)
+            mapping[node] = builder.add(node if same else new)
             return mapping[node]
         _emit_group(g)
         return mapping[node]
@@ -318,7 +347,7 @@ def fuse_graph(graph: Graph) -> Graph:
                 return inner[v]
             if v.op == "const" and isinstance(v.type, TensorType) and v.type.shape == ():
                 inner[v] = body.add(Node("const", (), v.type, v.attrs, (), v.loc))
-            elif v.op not in ("input", "const") and is_scalar_closure(v):
+            elif v.op not in ("input", "const") and is_scalar_closure(v) and v not in kept:
                 ins = tuple(operand(i) for i in v.inputs)
                 inner[v] = body.add(Node(v.op, ins, v.type, v.attrs, v.regions, v.loc))
             else:
@@ -329,7 +358,7 @@ def fuse_graph(graph: Graph) -> Graph:
         # Body inputs first, then 0-d constants and scalar arithmetic, then members in order.
         externals = [i for m in g.members for i in m.inputs if i not in inside]
         for i in externals:
-            if i.op == "input" or not is_scalar_closure(i):
+            if i.op == "input" or not is_scalar_closure(i) or i in kept:
                 operand(i)
         for i in externals:
             operand(i)

@@ -11,6 +11,9 @@ written into its reader's expression.
 
 Any other group (a reduction over leading axes, a reshape, a BLAS head, ``mean``) is emitted member by member
 (:func:`emit_members`), where :func:`.scope.plan_inline` decides which values stay in registers.
+
+The fusion pass plans region bodies too (recursively), so the ``fused`` nodes of a loop / while / cond body come
+here exactly like the top level's: a Newton ``while`` body is one sweep.
 """
 
 from __future__ import annotations
@@ -228,7 +231,7 @@ class _Sweeps:
 
 
 def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[str]:
-    outer_scope, em.scope = em.scope, Scope(body, set())
+    outer_scope, em.scope = em.scope, Scope(body, set(), plan=False)
     for n in body.nodes:  # the 0-d values every element reads, once, before the loops
         if n.op != "input" and n not in info.amap:
             em.emit_node(n, indent)

@@ -1,10 +1,11 @@
 """Whole-array ops inside a driver, written as explicit loop nests instead of NumPy calls.
 
 Why: Numba compiles each NumPy array expression into its own allocation and loop, and type-unifying them makes
-compiles slow (tens of seconds for a stencil body). Here a tree of elementwise ops whose intermediate values have
-one consumer (:func:`.scope.plan_inline`) becomes one loop nest that writes one fresh array (:func:`emit_map`,
-operands broadcast NumPy's way), and a full ``sum`` / ``max`` / ``min`` of such a tree becomes one accumulation
-loop (:func:`emit_reduce`). Every scalar expression and every reduction step comes from the shared emitter table,
+compiles slow (tens of seconds for a stencil body). The pipeline's ``fused`` groups become sweeps (:mod:`.groups`);
+what they leave node by node is handled here: a tree of elementwise ops whose intermediate values have one consumer
+(:func:`.scope.plan_inline`) becomes one loop nest that writes one fresh array (:func:`emit_map`, operands broadcast
+NumPy's way), and a full ``sum`` / ``max`` / ``min`` of such a tree becomes one accumulation loop
+(:func:`emit_reduce`). Every scalar expression and every reduction step comes from the shared emitter table,
 so a loop nest computes exactly what the fused kernels of the CPU backend compute.
 """
 

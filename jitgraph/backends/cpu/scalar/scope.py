@@ -1,4 +1,5 @@
-"""Buffer bookkeeping for one graph of a loop driver (the top level or one region body), and the inline plan.
+"""Buffer bookkeeping for one graph of a loop driver (the top level or one region body), and the residual inline
+plan (what the pipeline's fusion plan leaves node by node).
 
 ``setitem`` is functional in the IR; the driver turns it into an in-place store when the old array is *dead*: no
 later node, output or live view reads it, and the buffer is *owned* (a fresh array, a carried loop value, or a
@@ -44,6 +45,13 @@ def reducible(node: Node) -> bool:
 def plan_inline(graph: Graph) -> set[Node]:
     """Values computed inside their single consumer's loop nest instead of being stored.
 
+    The fusion plan (:mod:`jitgraph.passes.fuse`, which also fuses loop / while / cond bodies) decides what runs
+    together; this covers only what it leaves to the driver node by node: the bodies of ``fused`` groups the sweeps
+    cannot run (:func:`.groups.emit_members`: a reduction over leading axes, a reshape, a BLAS head, ``mean``), and
+    elementwise ops the pass keeps out of kernels (``fusion_groups.unsupported_reason``: a dtype kernels lack, an op
+    with no kernel emitter), and graphs given to :func:`.driver.compile_regions` without the pipeline (hand-built
+    test graphs). Everywhere else its input has no unfused elementwise chains and it finds nothing.
+
     Soundness: a value is inlined only when no node between it and its consumer could write a buffer (no
     ``setitem`` and no region), so reading the leaves later, inside the consumer's loop, sees the same data.
     """
@@ -67,7 +75,7 @@ def plan_inline(graph: Graph) -> set[Node]:
 class Scope:
     """Buffer roots, views, owned buffers and last uses of one graph's values, plus its inline plan."""
 
-    def __init__(self, graph: Graph, owned_inputs: set[Node]) -> None:
+    def __init__(self, graph: Graph, owned_inputs: set[Node], plan: bool = True) -> None:
         self.graph = graph
         self.pos = {n: k for k, n in enumerate(graph.nodes)}
         end = len(graph.nodes)
@@ -81,7 +89,8 @@ class Scope:
         self.view: set[Node] = set()
         self.members: dict[Node, list[Node]] = {}
         self.owned: set[Node] = set()
-        self.inline: set[Node] = plan_inline(graph)
+        # ``plan=False``: a ``fused`` body run as sweeps, which place every member themselves.
+        self.inline: set[Node] = plan_inline(graph) if plan else set()
         # (index text, size, axis) -> the checked copy of an index already emitted in this block (indexing.check)
         self.checked: dict[tuple[str, int, int], str] = {}
         for n in graph.inputs:
