@@ -19,14 +19,14 @@ them).
 
 from __future__ import annotations
 
-import os
-
 import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
+
+from jitgraph import config
 
 __all__ = [
     "biased_exponent",
@@ -58,10 +58,10 @@ def target_has_fma() -> bool:
     blocks vectorisation; callers then switch to Dekker's FMA-free products. Numba's target is the host CPU unless
     ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` override it (e.g. for portable caches), so look at those first.
     """
-    features = os.environ.get("NUMBA_CPU_FEATURES")
+    features = config.env("NUMBA_CPU_FEATURES")
     if features:
         return "+fma" in features.split(",")
-    if os.environ.get("NUMBA_CPU_NAME", "host") != "host":
+    if config.env("NUMBA_CPU_NAME") != "host":
         return False
     return bool(llvm.get_host_cpu_features().get("fma", False))
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.device_arrays import byte_range, is_device_array
 from jitgraph.errors import BackendError
 
@@ -70,7 +70,7 @@ def require_cuda() -> None:
         error = getattr(module, "cuda_error", lambda: None)()
         if error is not None:
             detail = f" ({str(error).strip().splitlines()[0]})"
-        sim = "" if "NUMBA_ENABLE_CUDASIM" not in os.environ else "; NUMBA_ENABLE_CUDASIM was set too late"
+        sim = "" if not config.env_set("NUMBA_ENABLE_CUDASIM") else "; NUMBA_ENABLE_CUDASIM was set too late"
         raise BackendError(f"backend='cuda': no CUDA GPU is available{detail}{sim}", hint=_HINT_NO_GPU)
 
 
