@@ -1,11 +1,13 @@
-"""Issue 18's corpus of stateful from-scratch ML code (tests/realworld/corpus.py): how each function compiles and
-what it costs, eager NumPy vs jitgraph.
+"""The real-world corpus: issue 18's stateful from-scratch ML code (tests/realworld/corpus.py) and issue 19's
+from-scratch ML and scientific NumPy (tests/realworld/corpus_numeric.py): how each function compiles and what it
+costs, eager NumPy vs jitgraph.
 
 Run ``python benchmarks/realworld.py`` (``--backend eager`` for the graph interpreter, ``--repeat N``). For every
 function: the graphs it compiled to, the eager calls it was split around, the calls that ran the whole function
 eagerly, whether every call matched eager NumPy (results, arguments, objects' ``__dict__``, globals, identity;
 three calls on deep copies), and the median warm call time of each. The last line is the summary reported in the
-README: how many functions are one graph, split, eager, wrong.
+README: how many functions are one graph, split, eager, wrong (``--no-timing`` skips the timings), and the
+functions that are not one graph, each with its first reason.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realworld"))
 
 import corpus
+import corpus_numeric
 import harness
 
 
@@ -26,6 +29,7 @@ def main() -> None:
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("-k", default="", help="only functions whose name contains this")
+    parser.add_argument("--no-timing", action="store_true", help="only compile and compare, no timings")
     opts = parser.parse_args()
     logging.getLogger("jitgraph").setLevel(logging.ERROR)
     header = f"{'function':36s} {'result':10s} {'graphs':>6s} {'splits':>6s} {'eager':>5s} {'eager us':>9s} " \
@@ -33,21 +37,27 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     counts = {"one graph": 0, "split": 0, "eager": 0, "wrong": 0}
-    for case in corpus.CASES:
+    others: list[str] = []
+    for case in corpus.CASES + corpus_numeric.CASES:
         if opts.k not in case.name:
             continue
         out = harness.run_case(case, backend=opts.backend)
         counts[out.category] += 1
-        t_eager, t_jit = harness.time_case(case, opts.backend, opts.repeat)
+        t_eager, t_jit = (1.0, 1.0) if opts.no_timing else harness.time_case(case, opts.backend, opts.repeat)
         print(f"{case.name:36s} {out.category:10s} {out.graphs:6d} {out.splits:6d} {out.eager_calls:5d} "
               f"{t_eager * 1e6:9.1f} {t_jit * 1e6:9.1f} {t_eager / t_jit:6.2f}x")
         for line in out.wrong[:3]:
             print(f"    WRONG: {line}")
         if out.eager_calls and out.breaks:
             print(f"    eager because: {out.breaks[0]}")
+        if out.category != "one graph":
+            others.append(f"  {case.name} ({out.category}): {out.breaks[0] if out.breaks else out.wrong[:1]}")
     total = sum(counts.values())
     print(f"summary ({opts.backend}): {total} functions: {counts['one graph']} one graph, {counts['split']} split, "
-          f"{counts['eager']} eager, {counts['wrong']} wrong")
+          f"{counts['eager']} eager, {counts['wrong']} wrong ({100 * counts['one graph'] / max(total, 1):.0f}% one graph)")
+    if others:
+        print("not one graph:")
+        print("\n".join(others))
 
 
 if __name__ == "__main__":
