@@ -230,11 +230,115 @@ class _Sweeps:
                 em.write(at, f"{self.names[n]}[{self.index(n)}] = {self.scalars[n]}")
 
 
+class _ColumnSweeps(_Sweeps):
+    """The sweeps of a group reducing leading (or middle) axes: each sweep walks the whole domain in memory order
+    and keeps one accumulator per outer index in an array (a column max of a C-order matrix walks rows, with the
+    per-column partials side by side, which LLVM vectorises), instead of striding through memory once per
+    outer index. Values that walk only the outer axes are arrays over the outer axes, filled by a pass over them
+    after the reductions of their level."""
+
+    def __init__(self, em: Emitter, body: Graph, info: GroupInfo) -> None:
+        super().__init__(em, body, info)
+        self.outer_shape = tuple(info.domain[a] for a in self.outer_axes)
+        self.outer_index = ", ".join(self.loop_vars[a] for a in self.outer_axes)
+
+    def emit(self, indent: int) -> list[str]:
+        em, info, body = self.em, self.info, self.body
+        outputs = set(body.outputs)
+        for n in self.members:
+            if n in outputs and is_array(n):
+                em.write(indent, f"{self.names[n]} = np.empty({n.tensor_type.shape!r}, "
+                                 f"{dtype_ctor(n.tensor_type.dtype)})")
+        levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
+        written: set[Node] = set()
+        self.outer_values(0, indent)
+        for level in levels:
+            targets = [n for n in self.members if _is_reduction(n) and info.level[n] == level]
+            writes = [n for n in self.members if n in self.inner and n in outputs and info.level[n] < level
+                      and n not in written]
+            self.sweep(targets, writes, indent)
+            written.update(writes)
+            self.outer_values(level, indent)
+        rest = [n for n in self.members if n in self.inner and n in outputs and n not in written]
+        if rest:
+            self.sweep([], rest, indent)
+        return [self.names[o] for o in body.outputs]
+
+    def _over_outer(self, indent: int) -> int:
+        for k, a in enumerate(self.outer_axes):
+            self.em.write(indent + k, f"for {self.loop_vars[a]} in range({self.info.domain[a]}):")
+        return indent + len(self.outer_axes)
+
+    def outer_values(self, level: int, at: int) -> None:
+        """After ``level``'s reductions: its outer-only values, each an array over the outer axes (or written
+        straight into its output)."""
+        todo = [n for n in self.members if n not in self.inner and not _is_reduction(n) and self.info.level[n] == level]
+        if not todo:
+            return
+        for n in todo:
+            if not (n in self.body.outputs and is_array(n)):
+                self.em.write(at, f"e{self.names[n][1:]} = np.empty({self.outer_shape!r}, "
+                                  f"{dtype_ctor(n.tensor_type.dtype)})")
+        inner = self._over_outer(at)
+        for n in todo:
+            target = f"{self.names[n]}[{self.index(n)}]" if n in self.body.outputs and is_array(n) \
+                else f"e{self.names[n][1:]}[{self.outer_index}]"
+            self.em.write(inner, f"{target} = {self.value(n, {})}")
+            self.scalars[n] = target
+
+    def sweep(self, targets: list[Node], writes: list[Node], at: int) -> None:
+        em = self.em
+        order = [n for n in self.body.nodes if n in self.needed(targets + writes)]
+        uses = {n: sum(u.inputs.count(n) for u in order) + (n in writes) for n in order}
+        accumulators = {}
+        for n in targets:
+            acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+            name = "r" + self.names[n][1:]
+            em.write(at, f"{name} = np.empty({self.outer_shape!r}, {dtype_ctor(acc)})")
+            accumulators[n] = f"{name}[{self.outer_index}]"
+        if targets:
+            start = self._over_outer(at)
+            for n in targets:
+                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+                em.write(start, f"{accumulators[n]} = {shared.reduction_init(n.op, acc)}")
+        for a in range(len(self.info.domain)):
+            em.write(at + a, f"for {self.loop_vars[a]} in range({self.info.domain[a]}):")
+        inner = at + len(self.info.domain)
+        texts: dict[Node, str] = {}
+        for n in order:
+            if n in targets:
+                (x,) = n.inputs
+                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+                value = self.operand(x, n, texts) if x in texts else f"{em.var[x]}[{', '.join(self.loop_vars)}]"
+                if n.op not in ("any", "all"):
+                    value = cast_text(value, x.tensor_type.dtype, acc)
+                em.write(inner, f"{accumulators[n]} = "
+                                f"{cpu_emitters.reduction_combine(n.op, accumulators[n], value)}")
+                continue
+            text = self.value(n, texts)
+            if uses[n] > 1:
+                temp = "e" + self.names[n][1:]
+                em.write(inner, f"{temp} = {text}")
+                text = temp
+            texts[n] = text
+            if n in writes:
+                em.write(inner, f"{self.names[n]}[{self.index(n)}] = {text}")
+        for n in targets:
+            self.scalars[n] = f"{dtype_ctor(n.tensor_type.dtype)}({accumulators[n]})"
+        results = [n for n in targets if is_array(n) and n in self.body.outputs]
+        if results:
+            start = self._over_outer(at)
+            for n in results:
+                em.write(start, f"{self.names[n]}[{self.index(n)}] = {self.scalars[n]}")
+
+
 def _emit_sweep(em: Emitter, body: Graph, info: GroupInfo, indent: int) -> list[str]:
     outer_scope, em.scope = em.scope, Scope(body, set(), plan=False)
     for n in body.nodes:  # the 0-d values every element reads, once, before the loops
         if n.op != "input" and n not in info.amap:
             em.emit_node(n, indent)
-    outs = _Sweeps(em, body, info).emit(indent)
+    d = len(info.domain)
+    trailing = set(info.raxes) == set(range(d - len(info.raxes), d))
+    outs = (_Sweeps if trailing else _ColumnSweeps)(em, body, info).emit(indent)
     em.scope = outer_scope
     return outs

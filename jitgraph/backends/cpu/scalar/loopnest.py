@@ -15,6 +15,7 @@ from jitgraph.backends import emitter_table as shared
 from jitgraph.backends.cpu import emitters as cpu_emitters
 from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, wrap
 from jitgraph.backends.cpu.scalar.scope import is_array
+from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.indexing import Operand, expand_spec, index_shape
 
@@ -73,6 +74,90 @@ def emit_reduce(em: Emitter, node: Node, indent: int) -> None:
     em.write(inner, f"{name} = {cpu_emitters.reduction_combine(node.op, name, value)}")
     em.write(indent, f"{name} = {dtype_ctor(out)}({name})")
     em.var[node] = name
+
+
+def emit_arg_reduce(em: Emitter, node: Node, indent: int) -> None:
+    """``argmax``/``argmin`` along one axis (or of a flattened array with ``keepdims``) as a loop nest: for each
+    output element a scan along the axis keeping the first extreme, and the first NaN wins as in NumPy (its
+    ``v != v`` test is always false for integers and booleans, which Numba folds away)."""
+    (x,) = node.inputs
+    xt = x.tensor_type
+    axis = node.attrs.get("axis")
+    if xt.dtype.kind not in "iufb" or xt.size == 0:
+        raise UnsupportedError(f"{node.op} of a {xt.dtype} array of size {xt.size} is not supported in loop bodies",
+                               hint="the graph runs on the eager backend instead")
+    source = em.var[x]
+    if axis is None:  # keepdims over the flattened array: one scan of the ravelled (contiguous) data
+        em.write(indent, f"a{em.vname(node)[1:]} = np.ascontiguousarray({source}).reshape(({xt.size},))")
+        source, shape, axis = f"a{em.vname(node)[1:]}", (xt.size,), 0
+    else:
+        shape = xt.shape
+        axis %= len(shape)
+    name, t = em.vname(node), node.tensor_type
+    loop_vars = [f"f{d}" for d in range(len(shape))]
+    outer = [d for d in range(len(shape)) if d != axis]
+    out_index = [loop_vars[d] for d in outer]
+    if node.attrs.get("keepdims"):
+        out_index = ["0" if d == axis else loop_vars[d] for d in range(len(shape))] if t.ndim == len(shape) \
+            else ["0"] * t.ndim
+    em.write(indent, f"{name} = np.empty({t.shape!r}, np.int64)")
+    better = ">" if node.op == "argmax" else "<"
+    scan = (_scan_row if axis == len(shape) - 1 else _scan_columns)
+    scan(em, name, (source, dtype_ctor(xt.dtype)), shape, axis, loop_vars, ", ".join(out_index), better, indent)
+    em.var[node] = name
+    em.scope.fresh(node, owned=True)
+
+
+def _read(source: str, loop_vars: list[str], axis: int, position: str) -> str:
+    return f"{source}[{', '.join(position if d == axis else v for d, v in enumerate(loop_vars))}]"
+
+
+def _scan_row(em: Emitter, name: str, array: tuple[str, str], shape: tuple[int, ...], axis: int, loop_vars: list[str],
+              out: str, better: str, indent: int) -> None:
+    """Along the last axis: per output element, one contiguous scan that stops at the first NaN."""
+    source = array[0]
+    at = indent
+    for d in range(len(shape) - 1):
+        em.write(at, f"for {loop_vars[d]} in range({shape[d]}):")
+        at += 1
+    scan, tag = loop_vars[axis], name[1:]
+    em.write(at, f"b{tag} = {_read(source, loop_vars, axis, '0')}")
+    em.write(at, f"i{tag} = 0")
+    em.write(at, f"if b{tag} == b{tag}:  # no NaN first: scan on")
+    em.write(at + 1, f"for {scan} in range(1, {shape[axis]}):")
+    em.write(at + 2, f"e{tag} = {_read(source, loop_vars, axis, scan)}")
+    em.write(at + 2, f"if e{tag} != e{tag}:  # the first NaN is the answer")
+    em.write(at + 3, f"i{tag} = {scan}")
+    em.write(at + 3, "break")
+    em.write(at + 2, f"if e{tag} {better} b{tag}:")
+    em.write(at + 3, f"b{tag} = e{tag}")
+    em.write(at + 3, f"i{tag} = {scan}")
+    em.write(at, f"{name}[{out}] = i{tag}")
+
+
+def _scan_columns(em: Emitter, name: str, array: tuple[str, str], shape: tuple[int, ...], axis: int, loop_vars: list[str],
+                  out: str, better: str, indent: int) -> None:
+    """Along a leading axis: the array walked in memory order, with the best value so far per output element
+    kept in an array (side by side, so the compare-and-select vectorises); a NaN sticks once found."""
+    (source, ctor), tag = array, name[1:]
+    outer = [d for d in range(len(shape)) if d != axis]
+    em.write(indent, f"b{tag} = np.empty({tuple(shape[d] for d in outer)!r}, {ctor})")
+    best = f"b{tag}[{', '.join(loop_vars[d] for d in outer)}]"
+    at = indent
+    for d in outer:
+        em.write(at, f"for {loop_vars[d]} in range({shape[d]}):")
+        at += 1
+    em.write(at, f"{best} = {_read(source, loop_vars, axis, '0')}")
+    em.write(at, f"{name}[{out}] = 0")
+    at = indent
+    for d in range(len(shape)):
+        em.write(at, f"for {loop_vars[d]} in range({1 if d == axis else 0}, {shape[d]}):")
+        at += 1
+    em.write(at, f"e{tag} = {_read(source, loop_vars, axis, loop_vars[axis])}")
+    em.write(at, f"c{tag} = {best}")
+    em.write(at, f"if c{tag} == c{tag} and (e{tag} {better} c{tag} or e{tag} != e{tag}):")
+    em.write(at + 1, f"{best} = e{tag}")
+    em.write(at + 1, f"{name}[{out}] = {loop_vars[axis]}")
 
 
 def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[int, str]) -> None:

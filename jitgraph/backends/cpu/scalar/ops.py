@@ -51,9 +51,10 @@ def emit_reduction(em: Emitter, node: Node, indent: int) -> str | None:
     if xt.shape == ():
         raise UnsupportedError(f"{node.op} of a scalar inside a loop body is not supported")
     if node.op in ("argmax", "argmin"):
-        if attrs.get("axis") is not None and xt.ndim != 1 or attrs.get("keepdims"):
-            raise UnsupportedError(f"{node.op} along an axis is not supported in loop bodies")
-        return f"np.{node.op}({em.var[x]})"
+        if (attrs.get("axis") is None or xt.ndim == 1) and not attrs.get("keepdims"):
+            return f"np.{node.op}({em.var[x]})"
+        loopnest.emit_arg_reduce(em, node, indent)
+        return None
     full = tuple(attrs["axis"]) == tuple(range(xt.ndim)) and not attrs.get("keepdims")
     if attrs.get("ddof") or attrs.get("dtype") is not None:
         raise UnsupportedError(f"{node.op} with ddof/dtype is not supported in loop bodies")
