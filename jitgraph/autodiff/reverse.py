@@ -34,13 +34,15 @@ HINT_RULE = "add a rule for it to jitgraph/autodiff/rules*.py, or compute this v
 @dataclass(frozen=True)
 class JointGraph:
     """The joint graph and how to read it: ``graph.outputs`` are the forward's outputs, then one gradient per
-    differentiated input (in ``wrt`` order). ``saved`` are the forward values the backward reads."""
+    differentiated input (in ``wrt`` order). ``saved`` are the forward values the backward reads; ``applied``:
+    whether the graph was rebuilt at ``cut`` (the backward reads only ``cut.saved`` and recomputes the rest)."""
 
     graph: Graph
     n_forward: int
     wrt: tuple[int, ...]
     saved: tuple[Node, ...] = field(default=())
     cut: Cut | None = None
+    applied: bool = False
 
     def gradient_index(self, k: int) -> int:
         """Index into ``graph.outputs`` of the gradient of the k-th differentiated input."""

@@ -325,6 +325,38 @@ def timings(result: Any, views: list[GraphView]) -> RenderableType:
     return Sized(build)
 
 
+AUTODIFF_COLUMNS = [
+    cols.Column("role", "bold"),
+    cols.Column("value", "green", wrap="words", comfort=1),
+    cols.Column("source", "dim", drop=1),
+]
+AUTODIFF_STYLES = {"saved": "bold yellow", "recomputed": "bold cyan", "read": "bold"}
+
+
+def autodiff(result: Any) -> RenderableType | None:
+    """A gradient function's autodiff part (``GradExplainResult``, built in ``jitgraph/jit/grad.py``): what was
+    differentiated, the min-cut's summary, and a table of the forward values the backward saves or recomputes."""
+    lines = getattr(result, "autodiff", None)
+    if not lines:
+        return None
+    values = getattr(result, "autodiff_values", None) or []
+    summary = [line for line in lines if not line.startswith(" ") and not line.startswith("forward values")]
+    rows = [[Text(role, style=AUTODIFF_STYLES.get(role, "bold")), Text(value), Text(short_path(source))]
+            for role, value, source in values]
+    saved = sum(1 for role, _, _ in values if role == "saved")
+    title = Text(f"autodiff: joint forward+backward graph, {saved} value(s) saved, "
+                 f"{len(values) - saved} recomputed", style="bold") if values else Text("autodiff", style="bold")
+
+    def build(width: int) -> RenderableType:
+        parts: list[RenderableType] = [Text(line) for line in summary]
+        if rows:
+            parts.append(Text(""))
+            parts.append(cols.table(AUTODIFF_COLUMNS, rows, width - 4))
+        return Panel(Group(*parts), title=title, title_align="left", box=box.ROUNDED)
+
+    return Sized(build)
+
+
 def render(result: Any, show_kernels: bool = True) -> Group:
     """The whole view, top to bottom, as one rich renderable (``console.print(render(result))``)."""
     views = graph_views(result)
@@ -332,6 +364,7 @@ def render(result: Any, show_kernels: bool = True) -> Group:
     for view in views:
         parts.append(graph_table(view))
         parts.append(fusion(view))
+    parts.append(autodiff(result))
     parts.append(guards(result))
     if show_kernels:
         for view in views:

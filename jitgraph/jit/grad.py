@@ -26,6 +26,7 @@ import numpy as np
 
 from jitgraph.autodiff import DifferentiationError, JointGraph
 from jitgraph.autodiff.forward import jvp_graph
+from jitgraph.autodiff.loops import HISTORIES
 from jitgraph.autodiff.reverse import differentiate
 from jitgraph.backends.eager import evaluate
 from jitgraph.device_arrays import is_device_array
@@ -184,31 +185,54 @@ class GradFunction(CompiledFunction):
         base = build_explain(self.entries, function=self.user_fn, recompile_reasons=self.recompile_reasons(True),
                              fallbacks=self.cache_info().fallbacks, output=output)
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(ExplainResult)}
-        return GradExplainResult(**fields, autodiff=self.autodiff_notes())
+        return GradExplainResult(**fields, autodiff=self.autodiff_notes(), autodiff_values=self.autodiff_values())
 
     def autodiff_notes(self) -> list[str]:
-        """The autodiff part of ``explain``, in lines."""
+        """The autodiff part of ``explain``, in lines (the plain-text view; the rich and HTML views show the same
+        facts: the first lines as a summary, :meth:`autodiff_values` as a table)."""
         if not self.joints:
             return []
         joint = self.joints[-1]
+        lines = self._autodiff_summary(joint)
+        lines.append(f"forward values the backward reads ({len(joint.saved)}):")
+        lines.extend(f"  {_describe(n)}" for n in joint.saved)
+        cut = joint.cut
+        if cut is not None and joint.saved:
+            lines.extend(f"  saved: {_describe(n)}" for n in cut.saved)
+            lines.extend(f"  recomputed: {_describe(n)}" for n in cut.recomputed)
+        return lines
+
+    def _autodiff_summary(self, joint: JointGraph) -> list[str]:
         names = joint.graph.input_names
         lines = [f"{self.spec.kind} with respect to: " + ", ".join(names[i] for i in joint.wrt if i < len(names)),
                  f"joint graph: {joint.n_forward} forward output(s), then {len(joint.wrt)} gradient(s)"]
-        saved = self.saved_values()
-        lines.append(f"forward values the backward reads ({len(saved)}; in the joint graph the fusing backend keeps "
-                     "those it can in registers):")
-        lines.extend(f"  {s}" for s in saved)
         cut = joint.cut
-        if cut is not None and saved:
-            lines.append(f"min-cut (what a split forward/backward keeps): save {len(cut.saved)} value(s), "
-                         f"{cut.saved_bytes} bytes (saving every value read: {cut.naive_bytes} bytes)")
-            lines.extend(f"  saved: {_describe(n)}" for n in cut.saved)
-            lines.extend(f"  recomputed: {_describe(n)}" for n in cut.recomputed)
-        loops = sum(1 for n in joint.graph.nodes if n.op == "loop") // 2
+        if cut is not None and joint.saved:
+            applied = "applied: the backward reads the saved values and recomputes the rest" if joint.applied \
+                else "reported only"
+            lines.append(f"min-cut ({applied}): save {len(cut.saved)} value(s), {cut.saved_bytes} bytes (saving "
+                         f"every value read: {cut.naive_bytes} bytes), recompute {len(cut.recomputed)}")
+        loops = sum(1 for n in joint.graph.nodes if n.op == "loop" and n in HISTORIES and HISTORIES[n].recorded)
         if loops:
-            lines.append(f"recomputed in loops: the bodies of {loops} loop region(s), one iteration at a time in the "
-                         "backward loop, from each iteration's saved carried values")
+            lines.append(f"loops: {loops} loop region(s) record each iteration's carried values; the backward loop "
+                         "runs the iterations in reverse, recomputing from them only what the recorded outputs "
+                         "do not give")
         return lines
+
+    def autodiff_values(self) -> list[tuple[str, str, str]]:
+        """The forward values the backward needs, as ``(role, value, source)`` rows: role is "saved" or
+        "recomputed" (by the min-cut), or "read" where no cut was made."""
+        if not self.joints:
+            return []
+        joint = self.joints[-1]
+        cut = joint.cut
+
+        def row(role: str, n: Any) -> tuple[str, str, str]:
+            return (role, f"{n.op} : {n.type}", str(n.loc) if n.loc else "")
+
+        if cut is None:
+            return [row("read", n) for n in joint.saved]
+        return [row("saved", n) for n in cut.saved] + [row("recomputed", n) for n in cut.recomputed]
 
     def saved_values(self) -> list[str]:
         """The forward values the backward of the latest compile reads, in words (``explain`` adds these)."""
@@ -229,6 +253,8 @@ class GradExplainResult(ExplainResult):
     """An ExplainResult with the autodiff part (``autodiff``: lines) printed after the graphs."""
 
     autodiff: list[str] = dataclasses.field(default_factory=list)
+    # (role, value, source) rows: what the rich and HTML views tabulate (jitgraph.inspect.render.autodiff)
+    autodiff_values: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
 
     def __str__(self) -> str:
         text = super().__str__()
