@@ -4,14 +4,17 @@
 * :mod:`.blocks`    :func:`map_blocks`: output meta, dtype and chunks found by tracing one block, and
   :func:`plan` / ``explain`` of what a chunked call will do;
 * :mod:`.moments`   cross-chunk mean and variance from partial moments (``da.reduction``);
-* :mod:`.stats`     the kernel-cache statistics of each worker (what compiled, what came from the disk cache).
+* :mod:`.stats`     the kernel-cache statistics of each worker (what compiled, what came from the disk cache);
+* :mod:`.worker_env` worker processes launch kernels on one thread per task, as Dask launches BLAS.
 
 This package sits at the top layer: it imports the driver (``jitgraph.jit``) and Dask, and nothing imports it.
 """
 
 from jitgraph.dask.pickling import install as _install_pickling
+from jitgraph.dask.worker_env import install as _install_worker_env
 
 _install_pickling()
+_install_worker_env()
 
 from jitgraph.dask.blocks import BlockTrace, ChunkPlanError, Plan, map_blocks, plan
 from jitgraph.dask.moments import mean, mean_var, var

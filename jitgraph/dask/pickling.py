@@ -7,10 +7,18 @@ and cloudpickle cannot change it: its by-value rule applies to functions and cla
 is an instance whose ``__reduce__`` answers with a name. :func:`install` registers a reducer in *cloudpickle's*
 dispatch table (``cloudpickle.Pickler.dispatch_table``, consulted before ``__reduce__``) that saves such a
 function, and a closure (not reachable by its name), *by value*: the wrapped Python function and the compile
-options, as cloudpickle bytes. Plain ``pickle`` is left as it was (by reference; a closure fails, as a local
+options, as cloudpickle bytes. Plain ``pickle`` keeps its rules (by reference; a closure fails, as a local
 function does), exactly as cloudpickle and pickle differ for plain functions. Dask's serializer tries pickle,
 and turns to cloudpickle for anything that mentions ``__main__`` or that pickle refuses, so both cases reach the
 reducer. Everything reachable by its name in an importable module keeps ``CompiledFunction.__reduce__``.
+
+One case goes through plain pickle and still cannot travel by name: a function compiled under another name
+(``shard_gradient = jitgraph.compile(loss_and_gradients)`` in an importable module). ``__reduce__`` answers
+"build a new ``CompiledFunction`` of this function", so a Dask worker unpickling it for every task got a fresh
+object every task, and traced the function and looked its kernels up again on every call (that is why the
+compiled training step of ``examples/dask_training.py`` ran slower than eager NumPy under Dask). :func:`install`
+therefore also registers :func:`reduce_plain` in ``copyreg.dispatch_table``: the same by-reference pickle of the
+function and its options, rebuilt through :func:`rebuild`, which gives one object per payload per process.
 
 What travels is the function, never a compiled kernel: the worker builds a fresh ``CompiledFunction`` whose first
 call traces and compiles there, loading kernels from the disk cache (``JITGRAPH_CACHE_DIR``) when another process
@@ -19,6 +27,7 @@ has already compiled them. Guards, eager fallback and ``explain`` are the worker
 
 from __future__ import annotations
 
+import copyreg
 import hashlib
 import pickle
 import sys
@@ -33,7 +42,7 @@ REBUILT_LIMIT = 64
 _REBUILT: dict[bytes, CompiledFunction] = {}
 _lock = threading.Lock()
 
-__all__ = ["by_value", "install", "rebuild", "reduce_compiled"]
+__all__ = ["by_value", "install", "rebuild", "reduce_compiled", "reduce_plain"]
 
 
 def by_value(cf: CompiledFunction) -> bool:
@@ -81,12 +90,24 @@ def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
     return (rebuild, (payload,))
 
 
+def reduce_plain(cf: CompiledFunction) -> str | tuple[Any, ...]:
+    """The reducer :func:`install` registers with plain pickle: ``cf.__reduce__()`` where that is a name; where it
+    is "a new compiled function of ``fn``" (no importable name), the same arguments pickled by reference and
+    rebuilt by :func:`rebuild`, so that every unpickling of them in one process gives the same object. As before,
+    a function pickle cannot name (a closure, ``__main__`` elsewhere) raises here, and Dask turns to cloudpickle."""
+    reduced = cf.__reduce__()
+    if isinstance(reduced, str):
+        return reduced
+    return (rebuild, (pickle.dumps((cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, dict(cf.options))),))
+
+
 def install() -> None:
-    """Register :func:`reduce_compiled` for ``CompiledFunction`` with cloudpickle (idempotent; ``import
-    jitgraph.dask`` does it; nothing happens without cloudpickle)."""
+    """Register :func:`reduce_plain` for ``CompiledFunction`` with plain pickle and :func:`reduce_compiled` with
+    cloudpickle (idempotent; ``import jitgraph.dask`` does it; the second only where cloudpickle is installed)."""
+    copyreg.dispatch_table[CompiledFunction] = reduce_plain
     try:
         import cloudpickle  # optional dependency (the dask extra installs it)
     except ImportError:
         return
-    # A ChainMap whose first map is cloudpickle's own table: plain pickle's copyreg table is not touched.
+    # A ChainMap whose first map is cloudpickle's own table, before copyreg's (where reduce_plain is).
     cloudpickle.Pickler.dispatch_table[CompiledFunction] = reduce_compiled
