@@ -95,6 +95,12 @@ ENV: dict[str, EnvVar] = {e.name: e for e in (
            "external"),
     EnvVar("NUMBA_CPU_FEATURES", "", "Numba's target CPU features; the math library uses FMA only if +fma is listed",
            "external"),
+    EnvVar("JITGRAPH_CUDA_CUBLAS", "1", "0: backend='cuda' keeps matmul groups on its tiled kernel instead of "
+           "cuBLAS (nvmath-python)"),
+    EnvVar("JITGRAPH_CUDA_GRAPHS", "1", "0: backend='cuda' launches every kernel per call instead of replaying a "
+           "recorded CUDA graph"),
+    EnvVar("JITGRAPH_CUDA_POOL", "1", "0: backend='cuda' allocates intermediates per call instead of reusing pooled "
+           "device buffers"),
     EnvVar("NUMBA_ENABLE_CUDASIM", "", "Numba's CUDA simulator; backend='cuda' says when it was set too late",
            "external"),
     EnvVar("JITGRAPH_CUDA_TESTS", "", "set to device: tests/cuda run on a real GPU instead of Numba's simulator",

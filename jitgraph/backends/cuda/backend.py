@@ -17,6 +17,8 @@ How a call runs:
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +28,11 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends import eager
 from jitgraph.backends.base import KernelSource, require_lowered
-from jitgraph.backends.cuda import compiler, runtime
+from jitgraph.backends.cuda import compiler, graphs, runtime
 from jitgraph.backends.cuda.plan import GroupPlan, make_plan
 from jitgraph.backends.cuda.plan import run as run_plan
+from jitgraph.backends.cuda.pool import BufferPool
+from jitgraph.backends.cuda.staging import Staging
 from jitgraph.backends.cuda.writer import Writer
 from jitgraph.backends.inplace import plan_inplace, whole_assignment
 from jitgraph.ir.fusion_groups import unsupported_reason
@@ -51,27 +55,63 @@ class CudaCompiledGraph:
     direct: dict[tuple[Node, int], int]  # (fused node, output position) -> input index written in place
     consts: dict[Node, Any] = field(default_factory=dict)
     host_nodes: list[tuple[str, str]] = field(default_factory=list)  # (printed node, reason)
+    pool: BufferPool | None = None  # intermediates and partials (JITGRAPH_CUDA_POOL=0: allocated per call)
+    replay: graphs.Replay | None = None  # CUDA-graph replay of calls on device arguments
+    staging: Staging = field(default_factory=Staging)  # pinned buffers for host arguments and results
+    codegen_seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the pool serves one call at a time
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         if len(args) != len(self.graph.inputs):
             raise TypeError(f"graph takes {len(self.graph.inputs)} arguments, got {len(args)}")
+        if not self.lock.acquire(blocking=False):  # another thread is in a call: no pool, no replay
+            return self._run(args, None, pooled=False)
+        try:
+            if self.replay is not None:
+                out = self.replay.call(args, lambda a, pool: self._run(a, pool, pooled=pool is None),
+                                       _snapshot, _restore)
+                if out is not None:
+                    return out
+            return self._run(args, None, pooled=True)
+        finally:
+            self.lock.release()
+
+    def _run(self, args: Sequence[Any], pool: BufferPool | None, pooled: bool) -> list[Any]:
+        """One call launching every kernel. ``pool``: where buffers come from (a recording's own pool), else the
+        graph's pool when ``pooled``; the graph's pool gets back at the end what no result shares memory with."""
+        own = pool is None and pooled and self.pool is not None
+        if own:
+            pool = self.pool
         device_mode = any(runtime.is_device_array(a) for a in args)
-        dev_args = [_to_device_arg(a) for a in args]
+        dev_args = [self._to_device_arg(k, a, pool) for k, a in enumerate(args)]
         direct_ok = self._direct_targets(dev_args)
         env: dict[Node, Any] = {}
         for node in self.graph.nodes:
-            env[node] = self._eval(node, env, dev_args, direct_ok)
+            env[node] = self._eval(node, env, dev_args, direct_ok, pool)
         outputs = [args[o.attrs["index"]] if o.op == "input" else env[o] for o in self.graph.outputs]
         values = [env[n] for _, n in self.graph.mutations]
         if self.graph.mutations:
             outputs = self._detach(outputs, args, dev_args)
         self._write_mutations(args, dev_args, values)
         if device_mode:
-            return [_device_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
-        return [v if o.op == "input" else _host_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
+            result = [_device_result(o, v) for o, v in zip(self.graph.outputs, outputs)]
+        else:
+            result = [v if o.op == "input" else _host_result(o, self.staging.download(("out", k), v))
+                      for k, (o, v) in enumerate(zip(self.graph.outputs, outputs))]
+            self.staging.finish()
+        if own:
+            assert pool is not None
+            pool.release(result)
+        return result
+
+    def _to_device_arg(self, index: int, value: Any, pool: BufferPool | None) -> Any:
+        if isinstance(value, np.ndarray) and value.ndim and not runtime.is_device_array(value):
+            return self.staging.upload(index, value, pool)
+        return _to_device_arg(value)
 
     # ---- nodes ---------------------------------------------------------------------------------------------------
-    def _eval(self, node: Node, env: dict[Node, Any], args: list[Any], direct_ok: set[int]) -> Any:
+    def _eval(self, node: Node, env: dict[Node, Any], args: list[Any], direct_ok: set[int],
+              pool: BufferPool | None) -> Any:
         if node.op == "input":
             return args[node.attrs["index"]]
         if node.op == "const":
@@ -84,7 +124,7 @@ class CudaCompiledGraph:
             buffers = {k: args[i] for (n, k), i in self.direct.items() if n is node and i in direct_ok}
             if plan.node is not node:  # a lone op wrapped in a one-node group: its operands minus inlined consts
                 operands = [env[i] for i in plan.node.inputs]
-            outs = run_plan(plan, operands, buffers)
+            outs = run_plan(plan, operands, buffers, pool)
             return outs[0] if len(outs) == 1 else tuple(outs)
         view = _device_view(node, operands)
         if view is not None:
@@ -145,7 +185,7 @@ class CudaCompiledGraph:
                 if not in_place:
                     compiler.assign(runtime.as_numba_device(caller), _as_device(value))
             elif isinstance(caller, np.ndarray):
-                np.copyto(caller, runtime.to_host(value), casting="unsafe")
+                np.copyto(caller, self.staging.download(("mut", index), value), casting="unsafe")
 
     # ---- explain -------------------------------------------------------------------------------------------------
     def explain(self) -> str:
@@ -157,19 +197,30 @@ class CudaCompiledGraph:
             if plan.host_reason:
                 line += f" because {plan.host_reason}"
             lines.append(line)
-            for launch in plan.variants.get(frozenset(), []):
-                lines.append(f"    kernel {launch.source.name} grid={launch.grid} block={launch.block}")
+            if plan.gemm is not None:
+                lines.append(f"    {plan.gemm.describe()}")
+            launches = plan.gemm_variants.get(frozenset()) if plan.gemm is not None and plan.gemm.active else None
+            for launch in launches or plan.variants.get(frozenset(), []):
+                if launch.source.family == "cublas":
+                    lines.append(f"    library call {launch.source.name} (cuBLASLt)")
+                else:
+                    lines.append(f"    kernel {launch.source.name} grid={launch.grid} block={launch.block}")
         for (node, k), i in self.direct.items():
             lines.append(f"  {names[node]} output {k} is written in place into argument {i}")
         for name, reason in self.host_nodes:
             lines.append(f"  {name} runs on the host: {reason}")
+        if self.replay is not None:
+            lines.append(f"  calls on device arguments: {self.replay.describe()}")
+        lines.append(f"  {self.pool.stats()}" if self.pool is not None else
+                     "  buffer pool: off (JITGRAPH_CUDA_POOL=0); intermediates are allocated per call")
         return "\n".join(lines)
 
     @property
     def sources(self) -> dict[str, str]:
         """Kernel name -> generated source, of every kernel built so far."""
         return {launch.source.name: launch.source.source for plan in self.plans.values()
-                for launches in plan.variants.values() for launch in launches}
+                for variants in (plan.variants, plan.gemm_variants) for launches in variants.values()
+                for launch in launches if launch.source.source}
 
     # ---- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
@@ -180,7 +231,10 @@ class CudaCompiledGraph:
         return []  # control-flow regions run on the host through their NumPy implementation
 
     def compile_times(self) -> dict[str, float]:
-        return {"codegen": 0.0, "numba": 0.0}  # kernels are generated at compile time, jitted on first launch
+        """Seconds generating kernel source (at compile time) and in the first launches of its kernels, where
+        Numba compiles them (kernels another graph launched first cost nothing here)."""
+        return {"codegen": self.codegen_seconds,
+                "numba": sum(plan.first_launch_seconds for plan in self.plans.values())}
 
     def fallback_reason(self) -> str | None:
         return None
@@ -198,6 +252,7 @@ def compile(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
 
 def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph:
     require_lowered(graph, "cuda")
+    start = time.perf_counter()
     disk_cache = bool(config.option(options, "cache"))
     plans = {n: make_plan(n, disk_cache) for n in graph.nodes if n.op == "fused"}
     names = node_names(graph)
@@ -214,7 +269,39 @@ def compile_graph(graph: Graph, options: Mapping[str, Any]) -> CudaCompiledGraph
         elif node.op not in ("input", "const", "tuple_get", "fused") and node not in plans and not _viewable(node) \
                 and not (node.op == "setitem" and _basic_setitem(node)):
             compiled.host_nodes.append((f"{names[node]} = {node.op}", _host_reason(node)))
+    if config.env_flag("JITGRAPH_CUDA_POOL"):
+        compiled.pool = BufferPool()
+    compiled.replay = _replay_for(compiled)
+    compiled.codegen_seconds = time.perf_counter() - start
     return compiled
+
+
+def _replay_for(compiled: CudaCompiledGraph) -> graphs.Replay:
+    """Graph replay for calls on device arguments, or the reason there is none: every node must run on the device
+    (a host node reads device values, which a recorded graph cannot do)."""
+    found, reason = graphs.recorder()
+    graph = compiled.graph
+    if not reason and compiled.host_nodes:
+        reason = f"{compiled.host_nodes[0][0]} runs on the host"
+    if not reason and any(p.host_reason for p in compiled.plans.values()):
+        reason = "a fused group runs on the host"
+    if not reason and not any(isinstance(i.type, TensorType) and i.type.ndim for i in graph.inputs):
+        reason = "the graph has no array argument"
+    replay = graphs.Replay(found, reason)
+    replay.output_inputs = {k: o.attrs["index"] for k, o in enumerate(graph.outputs) if o.op == "input"}
+    replay.mutated = [i for i, _ in graph.mutations]
+    return replay
+
+
+def _snapshot(value: Any) -> Any:
+    """A device copy of a device argument (graph replay's recording call restores it)."""
+    copy = runtime.empty(tuple(value.shape), value.dtype)
+    compiler.assign(copy, runtime.as_numba_device(value))
+    return copy
+
+
+def _restore(value: Any, saved: Any) -> None:
+    compiler.assign(runtime.as_numba_device(value), saved)
 
 
 def _on_device(node: Node, plans: dict[Node, GroupPlan]) -> bool:

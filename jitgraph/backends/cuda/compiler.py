@@ -97,4 +97,4 @@ def assign(dst: Any, src: Any) -> None:
     if total == 0:
         return
     blocks, threads = runtime.grid_stride(total, runtime.device_info())
-    kernel[blocks, threads](d, s)
+    runtime.launch(kernel, (blocks,), (threads,), [d, s])

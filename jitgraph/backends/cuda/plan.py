@@ -8,12 +8,13 @@ arrays rather than host scalars are generated lazily, the first time a call need
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from jitgraph.backends.cuda import codegen, compiler, matmul, runtime
+from jitgraph.backends.cuda import codegen, compiler, cublas, matmul, runtime
 from jitgraph.backends.cuda.codegen import KernelSource
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, GroupInfo, group_info
@@ -43,6 +44,9 @@ class GroupPlan:
     host_reason: str | None = None
     variants: dict[frozenset[int], list[Launch]] = field(default_factory=dict)
     disk_cache: bool = True  # kernels compiled with cuda.jit(cache=True) from a module file (compiler.py)
+    gemm: cublas.GemmState | None = None  # matmul groups: the cuBLAS call, or why the tiled kernel runs
+    gemm_variants: dict[frozenset[int], list[Launch]] = field(default_factory=dict)
+    first_launch_seconds: float = 0.0  # first launches of kernels compiled for this plan (Numba jits on launch)
 
     @property
     def head(self) -> Node | None:
@@ -52,6 +56,14 @@ class GroupPlan:
         if scalar_arrays not in self.variants:
             self.variants[scalar_arrays] = _build(self, scalar_arrays)
         return self.variants[scalar_arrays]
+
+    def gemm_launches(self, scalar_arrays: frozenset[int]) -> list[Launch]:
+        """The launches with the product through cuBLAS (the first launch) and the rest as kernels."""
+        if scalar_arrays not in self.gemm_variants:
+            family = self.family  # the explain line names the hand-written plan's family
+            self.gemm_variants[scalar_arrays] = _build(self, scalar_arrays, self.gemm.spec if self.gemm else None)
+            self.family = family
+        return self.gemm_variants[scalar_arrays]
 
 
 def make_plan(node: Node, disk_cache: bool = True) -> GroupPlan:
@@ -63,6 +75,8 @@ def make_plan(node: Node, disk_cache: bool = True) -> GroupPlan:
         if any(d == 0 for d in plan.info.domain):
             raise UnsupportedError("zero-size domain")
         plan.launches(frozenset())
+        if plan.head is not None:
+            plan.gemm = cublas.state_for(plan.body, plan.head)
     except UnsupportedError as exc:
         plan.family, plan.host_reason = "host", exc.message
         plan.variants.clear()
@@ -73,7 +87,7 @@ def _n(axes: list[int], domain: tuple[int, ...]) -> int:
     return math.prod(domain[a] for a in axes)
 
 
-def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
+def _build(plan: GroupPlan, scalar_arrays: frozenset[int], gemm: cublas.GemmSpec | None = None) -> list[Launch]:
     info, body = plan.info, plan.body
     assert info is not None
     dev = runtime.device_info()
@@ -86,24 +100,32 @@ def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
         tile = 8 if dev.simulated else 16
         m, n = head.tensor_type.shape
         grid = (math.ceil(n / tile), math.ceil(m / tile))
-        if grid[1] > 65535:
+        if gemm is not None:  # one library call computes gemm.node; the rest of the group reads it as an operand
+            launches.append(Launch(KernelSource(plan.name + "_cublas", "", "cublas", 0), (), (), gemm.leaves,
+                                   [gemm.node]))
+            leaves, outs = leaves + [gemm.node], [o for o in outs if o is not gemm.node]
+            if not outs:
+                return launches
+            head = None
+        elif grid[1] > 65535:
             raise UnsupportedError("matmul with more than 65535 row tiles")
-        if not codegen.reductions(body):
+        elif not codegen.reductions(body):
             src = matmul.matmul_kernel(plan.name, body, info, head, leaves, outs, scalar_arrays, tile)
             plan.family = "matmul+epilogue"
             return [Launch(src, grid, (tile, tile), leaves, outs)]
-        # Product first, then the rest of the group reads it as an operand.
-        p_leaves, p_outs = matmul.product_only(body, head)
-        src = matmul.matmul_kernel(plan.name + "_product", body, info, head, p_leaves, p_outs,
-                                   frozenset(), tile, epilogue=False)
-        launches.append(Launch(src, grid, (tile, tile), p_leaves, p_outs))
-        leaves, outs = leaves + [head], [o for o in outs if o is not head]
+        else:  # product first, then the rest of the group reads it as an operand
+            p_leaves, p_outs = matmul.product_only(body, head)
+            src = matmul.matmul_kernel(plan.name + "_product", body, info, head, p_leaves, p_outs,
+                                       frozenset(), tile, epilogue=False)
+            launches.append(Launch(src, grid, (tile, tile), p_leaves, p_outs))
+            leaves, outs = leaves + [head], [o for o in outs if o is not head]
+    name = plan.name + "_after_gemm" if gemm is not None else plan.name
     raxes = list(info.raxes)
     outer = [a for a in range(len(info.domain)) if a not in raxes]
     if not raxes:
         total = _n(list(range(len(info.domain))), info.domain)
         blocks, threads = runtime.grid_stride(-(-total // codegen.unroll_for(leaves)), dev)
-        src = codegen.elementwise(plan.name, body, info, leaves, outs, scalar_arrays)
+        src = codegen.elementwise(name, body, info, leaves, outs, scalar_arrays)
         plan.family = "elementwise" if head is None else "matmul+epilogue"
         launches.append(Launch(src, (blocks,), (threads,), leaves, outs))
         return launches
@@ -111,7 +133,7 @@ def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
     family = codegen.choose_family(info, n_outer, dev.sm_count)
     block = runtime.row_block_threads(n_red, dev)
     shuffle = not dev.simulated
-    sources = codegen.reduction_kernels(plan.name, body, info, leaves, outs, scalar_arrays, family, block, shuffle)
+    sources = codegen.reduction_kernels(name, body, info, leaves, outs, scalar_arrays, family, block, shuffle)
     plan.family = family if head is None else f"matmul, then {family} reduction"
     if family == "row":
         launches.append(Launch(sources[0], (min(n_outer, dev.max_blocks * 4),), (block,), leaves, outs))
@@ -131,32 +153,77 @@ def _build(plan: GroupPlan, scalar_arrays: frozenset[int]) -> list[Launch]:
     return launches
 
 
-def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any]) -> list[Any]:
+def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any], pool: Any = None) -> list[Any]:
     """Launch ``plan``'s kernels on device operands; returns the outputs (0-d ones as 0-d device arrays).
 
     ``operands`` are the fused node's operand values: device arrays for arrays, host scalars or device arrays for
-    0-d values. ``out_buffers`` maps an output position to a caller buffer to write straight into.
+    0-d values. ``out_buffers`` maps an output position to a caller buffer to write straight into. ``pool`` (a
+    ``pool.BufferPool``) provides the buffers of outputs and partials; without one they are allocated.
+
+    A group whose product goes through cuBLAS (``plan.gemm``) runs the hand-written kernels too on the first call
+    of each variant and compares (``cublas.compare``); a mismatch or a library error switches the group to the
+    hand-written kernels for good, with the reason in ``explain``.
     """
-    info = plan.info
-    assert info is not None
     scalar_arrays = frozenset(k for k, (leaf, v) in enumerate(zip(plan.body.inputs, operands))
                               if leaf.tensor_type.shape == () and runtime.is_device_array(v))
-    launches = plan.launches(scalar_arrays)
+    gemm = plan.gemm
+    if gemm is not None and gemm.active:
+        try:
+            if scalar_arrays in gemm.checked:
+                return _run_launches(plan, plan.gemm_launches(scalar_arrays), operands, out_buffers, pool)
+            got = _run_launches(plan, plan.gemm_launches(scalar_arrays), operands, {}, None)
+            want = _run_launches(plan, plan.launches(scalar_arrays), operands, {}, None)
+            problem = cublas.compare(got, want, plan.body.outputs)
+            if problem is None:
+                gemm.checked.add(scalar_arrays)
+            else:
+                gemm.fail(f"its first result disagreed with the hand-written kernel's: {problem}")
+            outs = got if problem is None else want
+            for k, buf in out_buffers.items():
+                compiler.assign(buf, outs[k])
+                outs[k] = buf
+            return outs
+        except cublas.GemmFailed as exc:  # raised by the library call, the first launch: nothing written yet
+            gemm.fail(str(exc))
+        except UnsupportedError as exc:
+            gemm.fail(f"the kernels after the GEMM could not be generated ({exc.message})")
+    return _run_launches(plan, plan.launches(scalar_arrays), operands, out_buffers, pool)
+
+
+def _run_launches(plan: GroupPlan, launches: list[Launch], operands: list[Any], out_buffers: dict[int, Any],
+                  pool: Any) -> list[Any]:
+    info = plan.info
+    assert info is not None
     env: dict[Node, Any] = {}
     for leaf, value in zip(plan.body.inputs, operands):
         env[leaf] = _kernel_arg(leaf, value)
     parts: list[Any] = []
     results: dict[Node, Any] = {}
+    late: list[tuple[Node, Any]] = []  # (node, caller buffer) for library results: copied after every kernel ran
+
+    def alloc(shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        return pool.take(shape, dtype) if pool is not None else runtime.empty(shape, dtype)
+
     for launch in launches:
+        if launch.source.family == "cublas":
+            assert plan.gemm is not None
+            (node,) = launch.outs
+            with runtime.timed(launch.source.name):
+                result = cublas.execute(plan.gemm, env)
+            buf = out_buffers.get(plan.body.outputs.index(node)) if node in plan.body.outputs else None
+            if buf is not None:
+                late.append((node, buf))
+            results[node] = result
+            continue
         outs = []
-        for k, o in enumerate(launch.outs):
+        for o in launch.outs:
             if o in results:
                 outs.append(results[o])
                 continue
             buf = out_buffers.get(plan.body.outputs.index(o)) if o in plan.body.outputs else None
             if buf is None:
                 t = o.tensor_type
-                buf = runtime.empty(t.shape if t.shape else (1,), t.dtype)
+                buf = alloc(t.shape if t.shape else (1,), t.dtype)
             results[o] = buf
             outs.append(buf)
         args = outs + [env[leaf] if leaf in env else results[leaf] for leaf in launch.leaves]
@@ -164,19 +231,30 @@ def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any]) -> li
         if launch.source.family == "split":
             if launch.source.phase == 1:
                 n_outer = _n([a for a in range(len(info.domain)) if a not in info.raxes], info.domain)
-                parts = [runtime.empty((n_outer, launch.nparts), dt) for dt in codegen.partial_dtypes(plan.body)]
+                parts = [alloc((n_outer, launch.nparts), dt) for dt in codegen.partial_dtypes(plan.body)]
             args += parts + [launch.nchunks, launch.nparts]
         args += sizes
         if launch.source.family == "matmul":
             args.append(plan.head.inputs[0].tensor_type.shape[1])  # type: ignore[union-attr]
         kernel = compiler.kernel_from_source(launch.source.name, launch.source.source, plan.disk_cache)
+        first = launch.source.name not in _LAUNCHED
+        start = time.perf_counter() if first else 0.0
         with runtime.timed(launch.source.name):
-            kernel[launch.grid, launch.block](*args)
+            runtime.launch(kernel, launch.grid, launch.block, args)
+        if first:  # Numba compiles a kernel on its first launch: that time is the kernel's compile time
+            _LAUNCHED.add(launch.source.name)
+            plan.first_launch_seconds += time.perf_counter() - start
+    for node, buf in late:
+        compiler.assign(buf, results[node])
+        results[node] = buf
     out = []
     for o in plan.body.outputs:
         buf = results[o]
         out.append(buf.reshape(()) if o.tensor_type.shape == () and buf.shape != () else buf)
     return out
+
+
+_LAUNCHED: set[str] = set()  # kernel names launched at least once in this process
 
 
 def _kernel_arg(leaf: Node, value: Any) -> Any:

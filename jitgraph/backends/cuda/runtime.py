@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -174,22 +175,115 @@ def expand_ellipsis(spec: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
     return spec[:k] + (slice(None),) * (ndim - explicit) + tuple(e for e in spec[k + 1:] if e is not Ellipsis)
 
 
+# ---- the stream launches go to ----------------------------------------------------------------------------------
+# Launches and copies go to the legacy default stream (0) unless a call runs under ``on_stream``: graph capture needs
+# a stream of its own (the legacy stream cannot be captured). Thread-local, since captures are per thread.
+_LOCAL = threading.local()
+
+
+def current_stream() -> Any:
+    """The stream kernels launch on now: 0 (the legacy default stream) or the one ``on_stream`` set."""
+    return getattr(_LOCAL, "stream", 0)
+
+
+@contextlib.contextmanager
+def on_stream(stream: Any) -> Iterator[None]:
+    previous = current_stream()
+    _LOCAL.stream = stream
+    try:
+        yield
+    finally:
+        _LOCAL.stream = previous
+
+
+def stream_handle(stream: Any) -> int:
+    """The raw ``CUstream`` value of a Numba stream (0 for the legacy default stream)."""
+    if isinstance(stream, int):
+        return stream
+    handle = getattr(stream, "handle", None)
+    return int(handle) if handle is not None else 0
+
+
+@dataclass
+class LaunchLog:
+    """What a recorded call issued: its launches (kernel, grid, block, arguments) and every buffer it allocated,
+    which the recording must keep alive (replays write to the recorded addresses)."""
+
+    launches: list[tuple[Any, tuple[int, ...], tuple[int, ...], list[Any]]]
+    keep: list[Any]
+    execute: bool
+
+
+@contextlib.contextmanager
+def logging_launches(execute: bool = True) -> Iterator[LaunchLog]:
+    """Log every launch and allocation in this thread (graph capture counts launches against the captured nodes
+    and keeps the buffers); with ``execute=False`` launches are only logged, for a stand-in recorder to replay.
+    While this is active, device-to-host copies raise: a capture cannot contain a synchronising copy."""
+    log = LaunchLog([], [], execute)
+    previous = getattr(_LOCAL, "log", None)
+    _LOCAL.log = log
+    try:
+        yield log
+    finally:
+        _LOCAL.log = previous
+
+
+def keep_alive(value: Any) -> Any:
+    """``value`` (a buffer just made); kept by the recording when a call is being recorded."""
+    log = getattr(_LOCAL, "log", None)
+    if log is not None:
+        log.keep.append(value)
+    return value
+
+
+def capturing() -> bool:
+    return getattr(_LOCAL, "log", None) is not None
+
+
+def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: list[Any]) -> None:
+    """Launch ``kernel`` on the current stream (the one place kernels are configured, so capture sees them all)."""
+    log = getattr(_LOCAL, "log", None)
+    if log is not None:
+        log.launches.append((kernel, grid, block, list(args)))
+        if not log.execute:
+            return
+    stream = current_stream()
+    if stream == 0:
+        kernel[grid, block](*args)
+    else:
+        kernel[grid, block, stream](*args)
+
+
 def to_device(value: np.ndarray) -> Any:
-    return cuda().to_device(np.ascontiguousarray(value))
+    stream = current_stream()
+    if stream == 0:
+        return keep_alive(cuda().to_device(np.ascontiguousarray(value)))
+    return keep_alive(cuda().to_device(np.ascontiguousarray(value), stream=stream))
 
 
 def empty(shape: tuple[int, ...], dtype: np.dtype) -> Any:
-    return cuda().device_array(shape, dtype=dtype)
+    return keep_alive(cuda().device_array(shape, dtype=dtype))
 
 
 def to_host(value: Any) -> Any:
     if is_device_array(value):
+        if capturing():
+            raise BackendError("a device-to-host copy while a CUDA graph is being recorded",
+                               hint="the graph runs with per-call launches instead")
         return as_numba_device(value).copy_to_host()
     return value
 
 
 def synchronize() -> None:
     cuda().synchronize()
+
+
+def device_pointer(value: Any) -> int:
+    """The device address of a device array's first element (0 under the simulator, which has none)."""
+    if simulated():
+        host = host_array_of(value)
+        return host.__array_interface__["data"][0] if host is not None else id(value)
+    return int(value.__cuda_array_interface__["data"][0])
 
 
 # Kernel timing for scripts/gpu_check.py: while ``KERNEL_EVENTS`` is a list, every launch records a CUDA event pair
