@@ -117,7 +117,7 @@ def is_lowered(graph: Graph) -> bool:
 
 def may_raise(node: Node) -> bool:
     """Whether ``node`` can raise depending on its operands' values (not only their types)."""
-    if node.op == "check":
+    if node.op == "check" or get_op(node.op).raises:
         return True
     if node.regions:  # a kernel or a loop that holds such a node raises with it
         return any(may_raise(n) for region in node.regions for n in region.nodes)

@@ -40,7 +40,9 @@ class Op:
     *may* alias the first input in NumPy (the tracer uses it to route in-place updates of views to their base);
     ``view_rule(input_types, attrs)`` refines that per application where NumPy decides by the operands
     (``x[1:]`` is a view, ``x[idx_array]`` and ``x[1, 2]`` are copies). Ask :meth:`makes_view` or
-    :func:`is_view_node` rather than reading ``is_view`` directly.
+    :func:`is_view_node` rather than reading ``is_view`` directly. ``raises`` says the implementation may raise on
+    its operands' values, not only their types (LAPACK on a singular matrix): such a node is never dropped as dead
+    and orders the graph's effects (``ir.graph.may_raise``).
     """
 
     name: str
@@ -50,6 +52,7 @@ class Op:
     is_view: bool = False
     doc: str = ""
     view_rule: Callable[[tuple[Any, ...], Mapping[str, Any]], bool] | None = None
+    raises: bool = False
 
     @property
     def is_elementwise(self) -> bool:

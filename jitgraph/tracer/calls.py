@@ -44,7 +44,7 @@ def register_made_function(tx: TraceContext, fn: types.FunctionType, globals_sou
 
 
 def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    if tx.may_split and not isinstance(fn, ArrayMethod | TArray):
+    if tx.may_split and not isinstance(fn, ArrayMethod | TArray) and not _compiles(fn):
         value = split.eager_call(tx, fn, args, kwargs)  # print, logging, np.random: run between two graphs
         if value is not split.NOT_CUT:
             return value
@@ -116,6 +116,13 @@ def jitgraph_wrapped(fn: Any) -> Any:
     instance_dict = getattr(fn, "__dict__", None)
     wrapped = instance_dict.get("__wrapped__") if isinstance(instance_dict, dict) else None
     return wrapped if callable(wrapped) else None
+
+
+def _compiles(fn: Any) -> bool:
+    """Whether ``fn`` has a lowering in the NumPy table (not a named break): LAPACK calls with an op become graph
+    ops (a one-graph function), not eager calls between two graphs."""
+    lowering = _table_get(NUMPY, fn)
+    return lowering is not None and not hasattr(lowering, "breaks")
 
 
 def _table_get(table: dict[Any, Any], fn: Any) -> Any:

@@ -364,8 +364,8 @@ def _m_sort(tx: TraceContext, a: TArray, axis: Any = -1, kind: Any = None, order
 
 
 # ---- data-dependent sizes: named breaks ----------------------------------------------------------------------------
-for _name in ("unique", "nonzero", "flatnonzero", "argwhere", "extract", "compress", "trim_zeros", "histogram",
-              "bincount", "histogram2d", "histogramdd", "setdiff1d", "union1d", "intersect1d"):
+for _name in ("unique", "nonzero", "flatnonzero", "argwhere", "extract", "compress", "trim_zeros", "bincount",
+              "histogram2d", "histogramdd", "setdiff1d", "union1d", "intersect1d"):
     TABLE.functions[getattr(np, _name)] = always_breaks(
         f"np.{_name}: the size of its result depends on the array data (not one graph)")
 

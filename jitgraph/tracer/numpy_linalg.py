@@ -3,9 +3,11 @@
 
 Norms follow ``numpy.linalg.norm`` step by step (its own formulas per ``ord``), so dtypes and NaN behaviour are
 NumPy's: integers are converted to float64 first, ``ord=None`` over the whole array is ``sqrt(sum(x * x))``.
-Norms that need a singular value decomposition (matrix ``ord=2``, ``-2``, ``'nuc'``) break with that reason, as do
-complex inputs. Decompositions and solvers (``np.linalg.solve``, ``cholesky``, ``eig``...) have no IR op: they break
-naming the function.
+Matrix ``ord=2``, ``-2`` and ``'nuc'`` take the singular values (the ``svd`` op, as NumPy does); complex inputs
+break. Solvers and decompositions whose result types follow from the operands' types (``solve``, ``inv``,
+``det``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``) are graph ops run by LAPACK inside the compiled graph
+(``jitgraph/ir/ops/lapack.py``); ``eig``/``eigvals`` (real or complex by the data) and ``lstsq`` break with the reason,
+and ``qr``, ``slogdet``, ``pinv``, ``matrix_rank``, ``matrix_power`` run eagerly between two graphs.
 """
 
 from __future__ import annotations
@@ -79,8 +81,12 @@ def _matrix_norm(tx: TraceContext, x: Node, ord: Any, axes: tuple[int, int], kee
         else:
             summed, other = col, row - 1 if row > col else row
         out = _reduce(tx, pick, _reduce(tx, "sum", absx, (summed,)), (other,))
-    elif ord in (2, -2, "nuc"):
-        tx.graph_break(f"np.linalg.norm(ord={ord!r}) of a matrix needs a singular value decomposition (no IR op)")
+    elif ord in (2, -2, "nuc"):  # NumPy's _multi_svd_norm: the singular values of the two axes moved last
+        rest = [k for k in range(x.tensor_type.ndim) if k not in (row, col)]
+        moved = tx.op("transpose", x, axes=(*rest, row, col))
+        sv = tx.op("svd", moved, full_matrices=True, compute_uv=False, hermitian=False)
+        pick = {2: "max", -2: "min", "nuc": "sum"}[ord]
+        out = _reduce(tx, pick, sv, (sv.tensor_type.ndim - 1,))
     else:
         _fail(tx, ValueError("Invalid norm order for matrices."))
     if keepdims:
@@ -142,10 +148,73 @@ def _inner(tx: TraceContext, a: Any, b: Any) -> Any:
     return tx.result(tx.op("einsum", x, y, subscripts=f"{sa},{sb}->{sa[:-1]}{sb[:-1]}"))
 
 
-for _name in ("solve", "inv", "cholesky", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "det", "slogdet",
-              "lstsq", "pinv", "matrix_rank", "matrix_power"):
-    TABLE.functions[getattr(np.linalg, _name)] = always_breaks(
-        f"np.linalg.{_name} has no IR op (a decomposition or solver runs through LAPACK): the call runs eagerly")
+# ---- LAPACK: solvers and decompositions as graph ops (jitgraph/ir/ops/lapack.py) -----------------------------------
+def _lapack_operand(tx: TraceContext, value: Any, what: str) -> Node:
+    node = tx.node(value)
+    if node.tensor_type.weak:
+        node = tx.strong(node)
+    return node
+
+
+def _named(result_type: type, tx: TraceContext, node: Node, count: int) -> Any:
+    """A tuple-valued LAPACK op's parts as NumPy's named tuple (``EighResult``, ``SVDResult``) of arrays."""
+    parts = [tx.fresh(tx.op("tuple_get", node, index=k), "array") for k in range(count)]
+    return result_type(*parts)
+
+
+_EIGH_RESULT = type(np.linalg.eigh(np.eye(1)))
+_SVD_RESULT = type(np.linalg.svd(np.eye(1)))
+
+
+@numpy(np.linalg.solve)
+def _solve(tx: TraceContext, a: Any, b: Any) -> Any:
+    return tx.fresh(tx.op("solve", _lapack_operand(tx, a, "solve"), _lapack_operand(tx, b, "solve")), "array")
+
+
+@numpy(np.linalg.inv)
+def _inv(tx: TraceContext, a: Any) -> Any:
+    return tx.fresh(tx.op("inv", _lapack_operand(tx, a, "inv")), "array")
+
+
+@numpy(np.linalg.det)
+def _det(tx: TraceContext, a: Any) -> Any:
+    return tx.result(tx.op("det", _lapack_operand(tx, a, "det")))
+
+
+@numpy(np.linalg.cholesky)
+def _cholesky(tx: TraceContext, a: Any, /, *, upper: bool = False) -> Any:
+    if isinstance(upper, TArray):
+        tx.graph_break("np.linalg.cholesky with upper= computed from array data")
+    return tx.fresh(tx.op("cholesky", _lapack_operand(tx, a, "cholesky"), upper=bool(upper)), "array")
+
+
+@numpy(np.linalg.eigh)
+def _eigh(tx: TraceContext, a: Any, UPLO: str = "L") -> Any:
+    return _named(_EIGH_RESULT, tx, tx.op("eigh", _lapack_operand(tx, a, "eigh"), UPLO=UPLO), 2)
+
+
+@numpy(np.linalg.eigvalsh)
+def _eigvalsh(tx: TraceContext, a: Any, UPLO: str = "L") -> Any:
+    return tx.fresh(tx.op("eigvalsh", _lapack_operand(tx, a, "eigvalsh"), UPLO=UPLO), "array")
+
+
+@numpy(np.linalg.svd)
+def _svd(tx: TraceContext, a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    if any(isinstance(f, TArray) for f in (full_matrices, compute_uv, hermitian)):
+        tx.graph_break("np.linalg.svd with flags computed from array data")
+    node = tx.op("svd", _lapack_operand(tx, a, "svd"), full_matrices=bool(full_matrices),
+                 compute_uv=bool(compute_uv), hermitian=bool(hermitian))
+    return _named(_SVD_RESULT, tx, node, 3) if compute_uv else tx.fresh(node, "array")
+
+
+_DATA_TYPED = "its result is real or complex depending on the data (NumPy returns complex only when an eigenvalue is)"
+_BETWEEN = "no IR op (LAPACK runs it between two graphs)"
+for _name, _why in (("eig", f"{_DATA_TYPED}, so the graph after it cannot be typed; eigh compiles for symmetric matrices"),
+                    ("eigvals", f"{_DATA_TYPED}; eigvalsh compiles for symmetric matrices"),
+                    ("lstsq", "the size of its residuals depends on the rank of the data"),
+                    ("qr", _BETWEEN), ("slogdet", _BETWEEN), ("pinv", _BETWEEN), ("matrix_rank", _BETWEEN),
+                    ("matrix_power", _BETWEEN)):
+    TABLE.functions[getattr(np.linalg, _name)] = always_breaks(f"np.linalg.{_name}: {_why}")
 
 # ---- diagonals, triangles, covariance ------------------------------------------------------------------------------
 def _diagonal_node(tx: TraceContext, x: Node, offset: int, axis1: int, axis2: int) -> Node:
@@ -253,8 +322,12 @@ def _cov(tx: TraceContext, m: Any, y: Any = None, rowvar: bool = True, bias: boo
     return tx.fresh(c, "array")
 
 
-TABLE.note("matrix ord=2, -2 and 'nuc' (a singular value decomposition); complex input", np.linalg.norm)
+TABLE.note("complex input", np.linalg.norm)
 TABLE.note("complex input (the conjugate)", np.vdot)
 TABLE.note("out=", np.trace, ".trace")
 TABLE.note("1-D input (NumPy broadcasts it to a square)", np.tril, np.triu)
 TABLE.note("y=, fweights=, aweights=, dtype=; complex input", np.cov)
+TABLE.note("runs through LAPACK (never inside a kernel or loop body); a singular matrix reruns the call eagerly, "
+           "which raises NumPy's LinAlgError", np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
+TABLE.note("runs through LAPACK (never inside a kernel or loop body)", np.linalg.det, np.linalg.eigh,
+           np.linalg.eigvalsh, np.linalg.svd)

@@ -250,6 +250,36 @@ def _meshgrid(tx: TraceContext, *xi: Any, copy: bool = True, sparse: bool = Fals
 
 
 # ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
+# ---- histogram (fixed bins): one graph op (jitgraph/ir/ops/histogram.py) ---------------------------------------------
+@numpy(np.histogram)
+def _histogram(tx: TraceContext, a: Any, bins: Any = 10, range: Any = None, density: Any = None,
+               weights: Any = None) -> Any:
+    """The counts and edges of a fixed number of bins, or of fixed edges; NumPy computes both inside the graph."""
+    if isinstance(bins, str):
+        tx.graph_break(f"np.histogram(bins={bins!r}): the number of bins depends on the array data")
+    if contains_tarray(range) or isinstance(density, TArray):
+        tx.graph_break("np.histogram with range= or density= computed from array data")
+    if range is not None:
+        try:
+            lo, hi = range
+            range = (lo.item() if isinstance(lo, np.generic) else lo, hi.item() if isinstance(hi, np.generic) else hi)
+        except (TypeError, ValueError) as exc:
+            tx.graph_break(f"np.histogram: {exc}", exc)
+    operands = [as_array(tx, a)]
+    if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+        count: int | None = int(bins)
+    elif isinstance(bins, TArray | list | tuple | np.ndarray):
+        count = None
+        operands.append(as_array(tx, bins))
+    else:
+        tx.graph_break(f"np.histogram: bins of type {type(bins).__name__}")
+    if weights is not None:
+        operands.append(as_array(tx, weights))
+    node = tx.op("histogram", *(tx.read(o) for o in operands), bins=count, range=range, density=bool(density),
+                 weighted=weights is not None)
+    return tuple(tx.fresh(tx.op("tuple_get", node, index=k), "array") for k in (0, 1))
+
+
 TABLE.note("out=; runs through NumPy (never inside a kernel or loop body)", np.cumsum, np.cumprod, ".cumsum",
            ".cumprod")
 TABLE.note("prepend=, append=", np.diff)
@@ -262,3 +292,5 @@ TABLE.note("returns a NumPy intp where NumPy returns a Python int (no axis)", np
 TABLE.note("out=; mode other than 'raise'", np.take, ".take")
 TABLE.note("sections computed from array data", np.split, np.array_split)
 TABLE.note("views (copy=False) are copies' values without the aliasing", np.meshgrid)
+TABLE.note("bins given as a string ('auto', ...: a number of bins chosen by the data); runs through NumPy (never "
+           "inside a kernel or loop body)", np.histogram)

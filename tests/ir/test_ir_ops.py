@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, add_at, assert_same, check_op, sample
+from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, add_at, assert_same, check_op, numpy_call, sample
 
 from jitgraph.backends import eager
+from jitgraph.errors import TypeInferenceError
 from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TupleType, type_of, verify
 from jitgraph.ir.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 
@@ -469,6 +470,84 @@ CUSTOM.update({"input": input_test, "const": const_test, "tuple_get": tuple_get_
                "to_python": to_python_test})
 
 
+# ------------------------------------------------------------------------------------ LAPACK, histogram
+
+
+def _spd(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator) -> np.ndarray:
+    a = rng.standard_normal(shape)
+    return (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+LAPACK_SHAPES = ((3, 3), (2, 4, 4), (3, 2), (4,), (0, 0))
+
+
+@cases_for("solve", "inv", "det", "cholesky", "eigvalsh")
+def lapack_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    fn = getattr(np.linalg, name)
+    for i, dtype in enumerate(DTYPES):
+        shape = LAPACK_SHAPES[i % len(LAPACK_SHAPES)]
+        a = _spd(shape, dtype, rng) if len(shape) >= 2 and shape[-1] == shape[-2] else sample(shape, dtype, rng)
+        if name == "solve":
+            for b in (sample(shape[-1:], dtype, rng), sample(shape[:-1] + (2,), np.float32, rng)):
+                yield Case((a, b), fn)
+        else:
+            yield Case((a,), fn)
+    if name == "cholesky":
+        yield Case((_spd((3, 3), np.float64, rng),), lambda x: np.linalg.cholesky(x, upper=True), {"upper": True})
+    yield Case((np.zeros((2, 2)),) + ((np.ones(2),) if name == "solve" else ()), fn)  # singular: LinAlgError at run
+
+
+def _tuple_op_test(name: str, args: tuple[Any, ...], attrs: dict[str, Any], reference: Callable[..., Any]) -> None:
+    expected, np_exc = numpy_call(lambda: reference(*args))
+    b = GraphBuilder()
+    inputs = [b.input(type_of(a), f"a{k}") for k, a in enumerate(args)]
+    if np_exc is not None:
+        with pytest.raises(TypeInferenceError):
+            b.op(name, *inputs, **attrs)
+        return
+    node = b.op(name, *inputs, **attrs)
+    parts = [b.op("tuple_get", node, index=k) for k in range(len(expected))]
+    got = eager.run(verify(b.build(parts)), list(args))
+    for g, e, p in zip(got, expected, parts):
+        assert p.type == type_of(np.ascontiguousarray(e)), (name, attrs, p.type, e.dtype, e.shape)
+        np.testing.assert_allclose(np.abs(g), np.abs(e), rtol=1e-4, atol=1e-5)  # eigenvector signs are LAPACK's
+
+
+def lapack_tuple_test() -> None:
+    rng = np.random.default_rng(5)
+    for dtype in (np.float64, np.float32, np.int64, np.float16):
+        a = _spd((3, 3), dtype, rng)
+        _tuple_op_test("eigh", (a,), {"UPLO": "L"}, lambda x: tuple(np.linalg.eigh(x)))
+        for full in (True, False):
+            x = sample((4, 3), dtype, rng, special=False)
+            _tuple_op_test("svd", (x,), {"full_matrices": full, "compute_uv": True, "hermitian": False},
+                           lambda v, f=full: tuple(np.linalg.svd(v, full_matrices=f)))
+    _tuple_op_test("eigh", (np.ones(3),), {}, np.linalg.eigh)
+    _tuple_op_test("eigh", (np.ones((2, 3)),), {}, np.linalg.eigh)
+
+
+def histogram_test() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(30)
+    cases = [((x,), {"bins": 5}, lambda v: np.histogram(v, 5)),
+             ((x.astype(np.float32),), {"bins": 4, "range": (-1.0, 1.0)}, lambda v: np.histogram(v, 4, (-1, 1))),
+             ((x, np.array([-1.0, 0.0, 2.0])), {"bins": None, "density": True},
+              lambda v, e: np.histogram(v, e, density=True)),
+             ((np.arange(9), np.arange(9.0)), {"bins": 3, "weighted": True}, lambda v, w: np.histogram(v, 3, weights=w)),
+             ((x,), {"bins": 0}, lambda v: np.histogram(v, 0)),
+             ((x,), {"bins": 3, "range": (1.0, 0.0)}, lambda v: np.histogram(v, 3, (1, 0)))]
+    for args, attrs, ref in cases:
+        _tuple_op_test("histogram", args, attrs, ref)
+    b = GraphBuilder()
+    node = b.op("histogram", b.input(type_of(x), "x"), bins=3)
+    graph = verify(b.build([b.op("tuple_get", node, index=0)]))
+    with pytest.raises(ValueError, match="not finite"):  # a NaN: the range from the data is not finite
+        eager.run(graph, [np.array([0.0, np.nan] * 15)])
+
+
+CUSTOM.update({"eigh": lapack_tuple_test, "svd": lapack_tuple_test, "histogram": histogram_test})
+
+
 # ------------------------------------------------------------------------------------------------- the tests
 
 
@@ -494,9 +573,9 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.ELEMENTWISE: set(UNARY_UFUNCS) | set(BINARY_UFUNCS) | {"where", "clip", "astype", "copy"},
         OpKind.REDUCTION: {"sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"},
         OpKind.SHAPE: {"reshape", "transpose", "broadcast_to", "concatenate", "stack"},
-        OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
+        OpKind.LINALG: {"matmul", "dot", "outer", "einsum", "solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort", "cumsum", "cumprod",
-                          "searchsorted"},
+                          "searchsorted", "histogram"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
         OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]

@@ -69,14 +69,14 @@ def test_norm_defaults(x):
 
 
 def test_norm_breaks_and_errors():
-    assert "singular value" in reason(same(lambda x: np.linalg.norm(x, 2), X, graphs=0))
-    assert "singular value" in reason(same(lambda x: np.linalg.norm(x, "nuc"), X, graphs=0))
+    same(lambda x: np.linalg.norm(x, 2), X)  # the singular values: an svd op in the graph
+    same(lambda x: np.linalg.norm(x, "nuc"), X)
     same(lambda x: np.linalg.norm(x, "fro", axis=0), X, graphs=0)  # ValueError: invalid norm order for vectors
     same(lambda x: np.linalg.norm(x, 3, axis=(0, 1)), X, graphs=0)  # ValueError for matrices
     same(lambda x: np.linalg.norm(x, axis=(0, 0)), X, graphs=0)  # duplicate axes
     same(lambda x: np.linalg.norm(x, 1), np.ones((2, 2, 2)), graphs=0)  # improper number of dimensions
-    split = same(lambda a: np.linalg.solve(a, a[0]), np.eye(3))  # split around the LAPACK call (issue 18)
-    assert "LAPACK" in str(split.entries[0].traced.split_reasons[0])
+    solved = same(lambda a: np.linalg.solve(a, a[0]), np.eye(3))  # a LAPACK op in the graph (issue 19)
+    assert not solved.entries[0].traced.split_reasons
 
 
 def test_vdot_inner():
@@ -245,7 +245,7 @@ def test_sort_method_in_place_and_kmeans_like():
     run_both(nearest, rng.random((10, 2)), rng.random((3, 2)), backend="cpu", options={})
 
 
-@pytest.mark.parametrize("name", ["unique", "nonzero", "flatnonzero", "argwhere", "histogram", "bincount"])
+@pytest.mark.parametrize("name", ["unique", "nonzero", "flatnonzero", "argwhere", "bincount"])
 def test_data_sized_results_break_with_reason(name):
     fn = getattr(np, name)
     cf = same(lambda x: fn(x), np.array([1, 2, 2, 3]), graphs=0)
