@@ -17,14 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
-from jitgraph.ir.optable import OpKind, get_op
 from jitgraph.tracer.bytecode import Instr, stack_effect
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
+from jitgraph.tracer.region_chain import combine, record
+from jitgraph.tracer.region_chain import truth as _truth
 from jitgraph.tracer.values import Buffer, TArray
 
 if TYPE_CHECKING:
@@ -225,17 +224,6 @@ def condition_start(instrs: tuple[Instr, ...], body_start: int, head_jump: int, 
     return k
 
 
-def _truth(tx: Any, flag: Any) -> Node:
-    """A loop test's value as a bool node (``while s:`` on a float tests ``s != 0``)."""
-    if not isinstance(flag, TArray):
-        tx.graph_break("a while condition that is decided at trace time inside the loop")
-    t = tx.type_of(flag)
-    if t.shape != ():
-        err = ValueError("The truth value of an array with more than one element is ambiguous")
-        tx.graph_break(str(err), err)
-    return tx.read(flag) if t.dtype.kind == "b" else tx.op("not_equal", tx.read(flag), tx.builder.const(0))
-
-
 def _trace_while(frame: Frame, ins: Instr, flag: TArray, chain: Chain | None = None) -> None:
     """The loop is ``head test; body; test; ...``. When the test only reads (the usual case) the ``while`` node's
     test region is the condition and its body region the body. A condition that assigns (``(t := s * 2) > 3``) or
@@ -262,26 +250,19 @@ def _trace_while(frame: Frame, ins: Instr, flag: TArray, chain: Chain | None = N
             _step(frame)
 
     def test() -> Any:
-        """The loop test from the bottom copy of the condition; an ``and``/``or`` chain evaluates every operand,
-        which is Python's value when the operands after the first only compute (checked: no reads that may
-        raise, as ``i < n and x[i] > 0`` has)."""
-        values = []
-        for k, (start, stop) in enumerate(chain.bottom):
-            mark = len(tx.builder.nodes)
-            run(start, stop)
-            values.append(frame.pop())
-            if k:
-                _check_computes_only(tx, tx.builder.nodes[mark:])
-        return _combine(tx, values, chain.links)
+        """The loop test from the bottom copy of the condition; an ``and``/``or`` chain keeps Python's short
+        circuit where an operand after the first reads arrays (``j >= 0 and a[j] > key``: region_chain)."""
+        operands = [record(tx, lambda start=start, stop=stop: evaluate(start, stop)) for start, stop in chain.bottom]
+        return combine(tx, operands[0].value, operands[1:], chain.links, frame.locals.values())
+
+    def evaluate(start: int, stop: int) -> Any:
+        run(start, stop)
+        return frame.pop()
 
     if chain.rest:  # the condition's operands after the one tested (``flag``): the test's value is needed
-        values = [flag]
-        mark = len(tx.builder.nodes)
-        for start, stop in chain.rest:
-            run(start, stop)
-            values.append(frame.pop())
-        _check_computes_only(tx, tx.builder.nodes[mark:])
-        flag = _combine(tx, values, chain.rest_links)
+        first = record(tx, lambda: flag).value
+        rest = [record(tx, lambda start=start, stop=stop: evaluate(start, stop)) for start, stop in chain.rest]
+        flag = combine(tx, first, rest, chain.rest_links, frame.locals.values())
     frame.pc = body_start
     state = Snapshot(frame)
 
@@ -445,28 +426,3 @@ def while_chain(frame: Frame, ins: Instr) -> Chain | None:
             continue
         return Chain(body_start, exit_pc, rest, tuple(links[i:]), tuple(bottom), tuple(links))
     return None
-
-
-def _check_computes_only(tx: Any, nodes: list[Node]) -> None:
-    """The operands of an and/or chain after the first are evaluated always; that is Python's value only when they
-    compute and cannot raise or read arrays (``i < n and x[i] > 0`` must not read ``x[n]``)."""
-    for node in nodes:
-        if node.op not in ("input", "const") and (get_op(node.op).kind is not OpKind.ELEMENTWISE):
-            tx.graph_break(f"an and/or operand of a while condition does {node.op} (it may raise or read out of "
-                           "bounds where Python's short circuit would not run it)")
-
-
-def _combine(tx: Any, values: list[Any], links: tuple[str, ...]) -> Any:
-    """``v0 and v1 and ...`` (or ``or``) of truth values, innermost last; trace-time operands fold."""
-    result = _chain_truth(tx, values[-1])
-    for value, link in zip(reversed(values[:-1]), reversed(links)):
-        result = tx.op("logical_and" if link == "and" else "logical_or", _chain_truth(tx, value), result)
-    return TArray(Buffer(result), (), "scalar")
-
-
-def _chain_truth(tx: Any, value: Any) -> Node:
-    if isinstance(value, TArray):
-        return _truth(tx, value)
-    if isinstance(value, bool | int | float | np.number | np.bool_):
-        return tx.builder.const(np.bool_(bool(value)))
-    tx.graph_break(f"a while condition operand that is a {type(value).__name__}")

@@ -106,3 +106,45 @@ def proven(x: Node, spec: tuple, operands: tuple[Node, ...], known_nonneg: set[N
                 return False
         dim += 1
     return True
+
+
+def when_true(pred: Node, facts: dict[Node, int]) -> tuple[set[Node], dict[Node, int]]:
+    """What holds wherever the bool scalar ``pred`` is true: integer scalars proven ``>= 0`` and exclusive upper
+    bounds, from ``x >= c`` / ``x > c`` (c >= -1), ``x < y`` / ``x <= y`` (y bounded), ``a and b`` and the
+    short-circuit ``cond(a, b, False)`` a ``while j >= 0 and x[j] > key`` test becomes. ``facts`` are the upper
+    bounds known outside (for ``y``)."""
+    low: set[Node] = set()
+    high: dict[Node, int] = {}
+    op, ins = pred.op, pred.inputs
+    if op in ("greater_equal", "greater", "less", "less_equal") and len(ins) == 2:
+        a, b = ins if op in ("greater_equal", "greater") else (ins[1], ins[0])  # now "a >= b" or "a > b"
+        strict = op in ("greater", "less")
+        c = const_int(b)
+        if c is not None and c >= (-1 if strict else 0) and is_int(a):
+            low.add(a)
+        bound = upper(a, facts)  # b < a (or <=): b's exclusive bound from a's
+        if bound is not None and is_int(b):
+            high[b] = bound - 1 if strict else bound
+    elif op == "logical_and":
+        for i in ins:
+            more_low, more_high = when_true(i, facts)
+            low |= more_low
+            high.update(more_high)
+    elif op == "tuple_get" and ins[0].op == "cond":
+        cond, k = ins[0], pred.attrs["index"]
+        then, other = cond.regions
+        out = other.outputs[k]
+        if out.op == "const" and not bool(out.attrs["value"]):  # ``a and b``: true only through the then-branch
+            low, high = when_true(cond.inputs[0], facts)
+            inner_low, inner_high = when_true(then.outputs[k], facts)
+            for inp, operand in zip(then.inputs, cond.inputs[1:]):
+                if inp in inner_low:
+                    low.add(operand)
+                if inp in inner_high:
+                    high[operand] = min(inner_high[inp], high.get(operand, inner_high[inp]))
+    return low, high
+
+
+def is_int(node: Node) -> bool:
+    t = node.type
+    return isinstance(t, TensorType) and t.shape == () and t.dtype.kind in "iu"

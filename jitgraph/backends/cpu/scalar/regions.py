@@ -292,6 +292,7 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
         for c, name in zip(region.inputs[:k], names):
             em.var[c] = name
         bind(em, region.inputs[k:], invariants)
+    _while_facts(em, test, body, inits, k)
     em.write(indent, f"while True:  # {em.names[node]}")
     em.loop_depth += 1
     (flag,), _ = em.emit_graph(test, indent + 1, set())
@@ -302,6 +303,31 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
     em.loop_depth -= 1
     em.results[node] = names
     em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
+
+
+def _while_facts(em: Emitter, test: Graph, body: Graph, inits: tuple[Node, ...], k: int) -> None:
+    """Bounds of a ``while``'s integer slots: a slot the body only decreases (``j - 1``) stays below its initial
+    value's bound, one it only increases stays >= 0 when it starts so; and the body runs only where the test
+    holds (``while j >= 0 and a[j] > key``: ``j >= 0`` in the body). Test and body inputs line up by position."""
+    for slot, init, out in zip(range(k), inits, body.outputs):
+        mine = body.inputs[slot]
+        step = 0 if out is mine else const_int(out.inputs[1]) if out.op in ("add", "subtract") \
+            and len(out.inputs) == 2 and out.inputs[0] is mine else None
+        if step is None or step < 0 or not bounds.is_int(mine):
+            continue
+        down, up = out.op == "subtract" or out is mine, out.op == "add" or out is mine
+        bound = bounds.upper(init, em.upper)
+        for region in (test, body):
+            if down and bound is not None:
+                em.upper[region.inputs[slot]] = bound
+            if up and nonneg(init, em.nonneg):
+                em.nonneg.add(region.inputs[slot])
+    low, high = bounds.when_true(test.outputs[0], em.upper)
+    for inp, mine in zip(test.inputs, body.inputs):
+        if inp in low:
+            em.nonneg.add(mine)
+        if inp in high:
+            em.upper[mine] = min(high[inp], em.upper.get(mine, high[inp]))
 
 
 def _same_operand(out: Node, region: Graph, scope: Scope, donated: list[bool]) -> int | None:
@@ -327,6 +353,13 @@ def emit_cond(em: Emitter, node: Node, indent: int) -> None:
     for branch, region in zip(("if", "else"), node.regions):
         em.write(indent, f"if {em.var[pred]}:  # {em.names[node]}" if branch == "if" else "else:")
         bind(em, region.inputs, tuple(operands))
+        if branch == "if":  # what the predicate proves holds in the then-branch
+            low, high = bounds.when_true(pred, em.upper)
+            for inp, operand in zip(region.inputs, operands):
+                if operand in low:
+                    em.nonneg.add(inp)
+                if operand in high:
+                    em.upper[inp] = min(high[operand], em.upper.get(inp, high[operand]))
         owned = {i for i, give in zip(region.inputs, donated) if give}
         start = len(em.lines)
         outs, scope = em.emit_graph(region, indent + 1, owned)
