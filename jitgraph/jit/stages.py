@@ -28,6 +28,7 @@ from jitgraph.ir.graph import Graph
 from jitgraph.jit.backend_choice import check_device_backend, resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.device_outputs import device_outputs
+from jitgraph.jit.resume import ResumableArtifact, build_result, complete
 from jitgraph.jit.split_run import LoweredSegments, SplitArtifact, lower_segments
 from jitgraph.passes import PassReport, run_pipeline
 from jitgraph.tracer import dynamic_ints
@@ -77,6 +78,7 @@ class Traced:
     options: dict[str, Any]
     dynamic: frozenset[int | str] = frozenset()
     brk: GraphBreak | None = None
+    n_key: int = 0  # leaves from the arguments (the rest are arrays read from globals and attributes)
 
     @property
     def graph(self) -> Graph | None:
@@ -157,6 +159,11 @@ class Traced:
         return None if self.brk is not None else self.result.extra.get("split")
 
     @property
+    def resumable(self) -> bool:
+        """Whether the trace stopped at a data-dependent cut and was resumed after it (``jit/resume.py``)."""
+        return self.brk is None and "resume_chain" in self.result.extra
+
+    @property
     def split_reasons(self) -> list[BreakReason]:
         """Where and why the function is split (one per eager call between graphs)."""
         plan = self.split
@@ -208,6 +215,12 @@ class Lowered:
         """Hand the graph to the backend; the result runs like the user's function."""
         traced = self.traced
         start = time.perf_counter()
+        if traced.resumable:
+            assert self.segments is not None
+            resumable = ResumableArtifact(traced.fn, traced.result, traced.backend, traced.options, traced.n_key,
+                                          bool(traced.dynamic), result_builder(traced.backend))
+            resumable.root.lowered.update(enumerate(self.segments.graphs))
+            return Compiled(self, resumable, build_result, time.perf_counter() - start)
         if self.segments is not None:
             artifact: CompiledGraph = SplitArtifact(self.segments, traced.backend, traced.options,
                                                     traced.guards.constants)
@@ -292,6 +305,22 @@ def effect_text(effect: tuple[str, str, str | None, Any]) -> str:
     return f"{code} (contents)"
 
 
+def result_builder(backend: str) -> Callable[[TraceResult], Callable[..., Any]]:
+    """How a finished trace's return value is built (and its stores replayed): for the resumed traces of
+    ``jit/resume.py``, each of which may be the one a call finishes in."""
+    device = device_outputs(backend, [])
+
+    def make(result: TraceResult) -> Callable[..., Any]:
+        build = build_output(result.out_spec, result.guards.constants, device)
+        effects = result.extra.get("side_effects")
+        if effects:
+            build = with_side_effects(build, replayer(effects, result.guards.constants,
+                                                      lambda spec, k: build_output(spec, k, device)))
+        return build
+
+    return make
+
+
 def with_side_effects(build: Callable[..., Any], apply: Callable[..., None]) -> Callable[..., Any]:
     """A result builder that also replays the trace's stores into objects, after the graph has run: the return
     value is built first (from the state before the stores, as the trace read it), then the stores are made."""
@@ -326,8 +355,11 @@ def trace_stage(fn: Any, args: tuple, kwargs: dict[str, Any], *, name: str, back
     """
     leaves: list[Any] = []
     key = make_key(args, kwargs, leaves)
+    n_key = len(leaves)
     try:
-        result = result or trace(fn, args, kwargs)
+        result = result or trace(fn, args, kwargs, ())
+        if result.breaks is None and "pending" in result.extra:  # a data-dependent cut: trace the rest too
+            result = complete(fn, args, kwargs, result)
     except Exception as exc:
         if strict():
             raise
@@ -353,4 +385,4 @@ def trace_stage(fn: Any, args: tuple, kwargs: dict[str, Any], *, name: str, back
     facts = describe(args, kwargs, parameter_names(fn, len(args)))
     n_arrays = sum(type(v) is np.ndarray for v in leaves) + len(device)
     return Traced(name, fn, args, kwargs, result, key, check, leaves, alias, device, facts, n_arrays,
-                  resolve_backend(backend), dict(options), dynamic, brk)
+                  resolve_backend(backend), dict(options), dynamic, brk, n_key)

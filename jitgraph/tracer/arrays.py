@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
+from jitgraph.tracer import resume
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.index_tricks import index_trick, is_index_trick
+from jitgraph.tracer.split import NOT_CUT
 from jitgraph.tracer.values import TArray, ViewStep, is_plain
 
 BINARY_UFUNC = {
@@ -347,6 +349,9 @@ def getitem(tx: TraceContext, container: Any, index: Any) -> Any:
 def array_getitem(tx: TraceContext, array: TArray, index: Any) -> TArray:
     if array.kind != "array":
         tx.graph_break("indexing a scalar", IndexError("invalid index to scalar variable."))
+    value = resume.mask_read(tx, array, index)  # x[mask]: run eagerly, the trace resumes after it (resume.py)
+    if value is not NOT_CUT:
+        return value
     spec, operands = parse_index(tx, index)
     ndim = tx.type_of(array).ndim
     if not operands:

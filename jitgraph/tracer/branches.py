@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.control import RegionBuilder, _project, _resignature, _shared
+from jitgraph.tracer import resume
 from jitgraph.tracer.bytecode import Instr, stack_effect
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
@@ -330,14 +331,29 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
     """``POP_JUMP_IF_FALSE``/``POP_JUMP_IF_TRUE`` on a traced value (already popped): the head test of a ``while``
     loop (or the first operand of its ``and``/``or`` condition) becomes a ``while`` region, any other test a
     ``cond``."""
-    if not jump_when and is_while(frame, ins):
-        trace_while(frame, ins, value)
-        return
-    chain = while_chain(frame, ins)
-    if chain is not None:
-        trace_while(frame, ins, value, chain)
-    else:
-        trace_if(frame, ins, value, jump_when)
+    tx = frame.tx
+    resuming = tx.resume is not None and tx.resume.enabled
+    if resuming:
+        ordinal, cut_now = resume.next_branch(tx, value)
+        if cut_now:  # a cond failed here in an earlier pass: take the branch as observed at run time
+            tx.at(frame.code.co_filename, ins.lineno)
+            if resume.branch_cut(tx, value) == jump_when:
+                frame.jump(ins)
+            return
+        resuming = resume.branch_possible(tx, value)  # (asked before a region attempt changes the builder)
+    try:
+        if not jump_when and is_while(frame, ins):
+            trace_while(frame, ins, value)
+            return
+        chain = while_chain(frame, ins)
+        if chain is not None:
+            trace_while(frame, ins, value, chain)
+        else:
+            trace_if(frame, ins, value, jump_when)
+    except GraphBreak as exc:
+        if not resuming or exc.user_error is not None:
+            raise
+        raise resume.Retry(ordinal) from None  # trace again, cutting here (the paths may have changed objects)
 
 
 # ---- while conditions that are and/or chains, and tests met at the bottom ----------------------------------------

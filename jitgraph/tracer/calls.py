@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.tracer import bytecode, side_effects, split
+from jitgraph.tracer import bytecode, resume, side_effects, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
@@ -46,6 +46,8 @@ def register_made_function(tx: TraceContext, fn: types.FunctionType, globals_sou
 def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     if tx.may_split and not isinstance(fn, ArrayMethod | TArray) and not _compiles(fn):
         value = split.eager_call(tx, fn, args, kwargs)  # print, logging, np.random: run between two graphs
+        if value is split.NOT_CUT:
+            value = resume.data_call(tx, fn, args, kwargs)  # np.unique, np.nonzero: resumed after (resume.py)
         if value is not split.NOT_CUT:
             return value
     if isinstance(fn, ArrayMethod):

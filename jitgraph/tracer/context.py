@@ -73,6 +73,7 @@ class TraceContext:
         self.copy_origin: dict[int, list[Any]] = {}  # a copy's id -> every copy of the same caller's container
         self.may_split = True  # print/logging/np.random calls cut the graph (split.py) instead of breaking
         self.cuts: list[Any] = []  # split.Cut, in trace order  # stores into objects the trace does not own, replayed after the graph
+        self.resume: Any = None  # resume.ResumeState: observations of data-dependent cuts (None: they break)
         self.buffers: list[Buffer] = []
         self.caller_owned: set[int] = set()
         self.readonly_cells: set[int] = set()

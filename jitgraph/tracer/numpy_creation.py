@@ -11,6 +11,7 @@ from jitgraph.tracer.arrays import array_setitem
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_base import Lowering, LoweringTable, as_array, dtype_arg, shape_arg
 from jitgraph.tracer.numpy_shapes import memory_axes, stride_proto
+from jitgraph.tracer.scalar_builtins import conversion
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 TABLE = LoweringTable("numpy_creation")
@@ -249,7 +250,20 @@ def _fill_method(tx: TraceContext, a: TArray, value: Any) -> None:
     array_setitem(tx, a, Ellipsis, value)
 
 
-@method("item", "tolist", "nonzero", "tobytes", "__array__")
+@method("item")
+def _item(tx: TraceContext, a: TArray, *args: Any) -> Any:
+    """``a.item()`` of a one-element float or int array: a Python number of the graph, as ``float(a)``/``int(a)``
+    (a branch on it is a data-dependent cut, tracer/resume.py)."""
+    t = tx.type_of(a)
+    if args or t.size != 1 or t.dtype.kind not in "fiu" or (t.dtype.kind == "u" and t.dtype.itemsize == 8):
+        _needs_data(tx, a)
+    node = tx.read(a)
+    if t.shape != ():
+        node = tx.op("reshape", node, shape=())
+    return conversion(tx, float if t.dtype.kind == "f" else int, tx.fresh(node, "scalar"))
+
+
+@method("tolist", "nonzero", "tobytes", "__array__")
 def _needs_data(tx: TraceContext, a: TArray, *args: Any, **kwargs: Any) -> Any:
     tx.graph_break("this array method needs the array's data at trace time (.item(), .tolist(), .nonzero())")
 

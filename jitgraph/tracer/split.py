@@ -58,6 +58,13 @@ class Cut:
     pure: bool = False  # a call that reads only its arguments and writes nothing (it may raise)
     more_results: list[Node] = field(default_factory=list)  # the other parts of a named tuple (svd, qr, eigh)
     more_checks: list[tuple] = field(default_factory=list)
+    # A data-dependent cut (tracer/resume.py): "array" (a result sized by the data) or "branch" (a truth value);
+    # ``observation`` is what the resumed trace read, ``pending`` marks the cut a trace stopped at, and ``live`` the
+    # values still held there (the segment before it outputs them: the resumed trace may read any of them).
+    data: str | None = None
+    observation: Any = None
+    pending: bool = False
+    live: list[Node] = field(default_factory=list)
 
     @property
     def results(self) -> list[Node]:
@@ -84,7 +91,7 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
     if kind is None or tx.in_region or not tx.may_split or (fn is builtins.print and "file" in kwargs):
         return NOT_CUT  # print(file=...) writes to a stream the trace does not model: it stays a break
     values = list(args) + list(kwargs.values())
-    if not all(_passable(v) for v in values):
+    if not all(passable(v) for v in values):
         return NOT_CUT
     if kind == "draw" and any(_has_tarray(v) for v in values):
         return NOT_CUT  # the draw's shape would depend on graph values
@@ -100,11 +107,11 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
             return NOT_CUT
         callee = ("method", source.code, fn.func.__name__ if isinstance(fn, BoundMethod) else fn.__name__)
     nodes: list[Node] = []
-    arg_specs = tuple(_spec(tx, v, nodes) for v in args)
-    kw_specs = {k: _spec(tx, v, nodes) for k, v in kwargs.items()}
+    arg_specs = tuple(spec_of(tx, v, nodes) for v in args)
+    kw_specs = {k: spec_of(tx, v, nodes) for k, v in kwargs.items()}
     result_node, check, value = None, None, None
     if kind in ("draw", "clock"):
-        sample = _dry_draw(fn, args, kwargs) if kind == "draw" else fn()
+        sample = dry_draw(fn, args, kwargs) if kind == "draw" else fn()
         if not isinstance(sample, np.ndarray | float | int | np.generic):
             return NOT_CUT
         result_node = tx.builder.input(type_of(sample), f"{getattr(fn, '__name__', 'draw')}() result")
@@ -174,8 +181,8 @@ def _pure_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
         tx.graph_break(f"{name} has no IR op and could raise after a store, an argument write or an eager call "
                        "that a split function makes before it: not split")
     nodes: list[Node] = []
-    arg_specs = tuple(_spec(tx, v, nodes) for v in args)
-    kw_specs = {k: _spec(tx, v, nodes) for k, v in kwargs.items()}
+    arg_specs = tuple(spec_of(tx, v, nodes) for v in args)
+    kw_specs = {k: spec_of(tx, v, nodes) for k, v in kwargs.items()}
     try:
         with np.errstate(all="ignore"):
             sample = fn(*(_probe(s, nodes) for s in arg_specs), **{k: _probe(s, nodes) for k, s in kw_specs.items()})
@@ -211,13 +218,13 @@ def _probe(spec: Any, nodes: list[Node]) -> Any:
     return value[()] if spec[2] == "scalar" else value
 
 
-def _passable(value: Any, depth: int = 0) -> bool:
+def passable(value: Any, depth: int = 0) -> bool:
     """A value an eager call may receive: plain data, graph values, tuples/lists of them (no user objects, whose
     state the call could read before the replayed stores are made)."""
     if isinstance(value, TArray) or is_plain(value):
         return True
     if depth < 4 and isinstance(value, tuple | list):
-        return all(_passable(v, depth + 1) for v in value)
+        return all(passable(v, depth + 1) for v in value)
     return False
 
 
@@ -225,16 +232,16 @@ def _has_tarray(value: Any) -> bool:
     return isinstance(value, TArray) or (isinstance(value, tuple | list) and any(_has_tarray(v) for v in value))
 
 
-def _spec(tx: TraceContext, value: Any, nodes: list[Node]) -> Any:
+def spec_of(tx: TraceContext, value: Any, nodes: list[Node]) -> Any:
     if isinstance(value, TArray):
         nodes.append(tx.read(value))  # a copy of the value as it is now (later writes do not reach it)
         return ("out", len(nodes) - 1, value.kind)
     if isinstance(value, tuple | list):
-        return ("tuple" if isinstance(value, tuple) else "list", tuple(_spec(tx, v, nodes) for v in value))
+        return ("tuple" if isinstance(value, tuple) else "list", tuple(spec_of(tx, v, nodes) for v in value))
     return ("const", value)
 
 
-def _dry_draw(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+def dry_draw(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Draw once to learn the result's type, and put the generator's state back."""
     owner = fn.__self__
     if isinstance(owner, np.random.Generator):
@@ -268,8 +275,8 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
     def seg_of(n: Node) -> int:
         return bisect.bisect_right(bounds, pos[n])
 
-    roots: list[list[Node]] = [list(c.arg_nodes) for c in cuts] + [list(graph.outputs)]
-    roots[last] += [m for _, m in graph.mutations]
+    roots: list[list[Node]] = [list(c.arg_nodes) + [n for n in c.live if n in pos] for c in cuts]
+    roots.append(list(graph.outputs) + [m for _, m in graph.mutations])
     for n in nodes:
         if may_raise(n) and n in pos:
             s = seg_of(n)
@@ -299,6 +306,8 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
         plan.append(Segment(_subgraph(graph, nodes, base, carried, members, produced,
                                       graph.mutations if s == last else ()), carried, produced))
     plan.reverse()
+    if cuts and cuts[-1].pending:  # the trace stopped at this cut: nothing comes after it yet (tracer/resume.py)
+        plan.pop()
     return SplitPlan(plan, cuts)
 
 

@@ -16,6 +16,7 @@ from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
+from jitgraph.tracer.resume import ResumeState, Retry, Suspend
 from jitgraph.tracer.split import split_graph
 from jitgraph.tracer.values import TArray, Yielded, is_plain
 
@@ -50,14 +51,17 @@ def parameter_names(fn: Any, nargs: int) -> list[str]:
     return [names[i] if i < len(names) else f"{star}[{i - len(names)}]" for i in range(nargs)]
 
 
-def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
+def trace(fn: Any, args: tuple, kwargs: dict[str, Any], observed: tuple | None = None) -> TraceResult:
     """Trace one call. A trace whose replayed stores rewrite an outside int or float it read by value (a step
     counter on ``self``) is traced again with those read as runtime values, so the next call does not miss its
-    guard; the second trace is kept when it captures a graph (it breaks where the value decides control flow)."""
+    guard; the second trace is kept when it captures a graph (it breaks where the value decides control flow).
+
+    ``observed`` (tracer/resume.py): the values of the first data-dependent cuts, for a trace resumed after them;
+    None where the trace may not cut at data-dependent instructions at all (the callers that need one graph)."""
     start = time.perf_counter()
-    result = _trace_once(fn, args, kwargs, frozenset())
+    result = _trace_once(fn, args, kwargs, frozenset(), observed)
     candidates = result.extra.pop("dynamic_candidates", None)
-    if candidates and result.breaks is None:
+    if candidates and result.breaks is None and not observed and "pending" not in result.extra:
         try:  # a proxy list the code does more with than append may fail in any way: the first trace stands
             again: TraceResult | None = _trace_once(fn, args, kwargs, frozenset(candidates))
         except Exception:  # noqa: BLE001
@@ -69,10 +73,23 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
     return result
 
 
-def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str]) -> TraceResult:
+def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str],
+                observed: tuple | None = None) -> TraceResult:
+    force: frozenset[int] = frozenset()
+    while True:  # again for each data-dependent branch to cut without trying a cond (resume.Retry)
+        try:
+            return _trace_pass(fn, args, kwargs, dynamic_sources, observed, force)
+        except Retry as again:
+            force |= {again.ordinal}
+
+
+def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str],
+                observed: tuple | None, force: frozenset[int]) -> TraceResult:
     start = time.perf_counter()
     guards = GuardSet()
     tx = TraceContext(guards, run_frame, dynamic_sources)
+    tx.resume = ResumeState(tuple(observed or ()), enabled=observed is not None, force=force)
+    pending = False
     guards.const(fn)  # K[0] is always the compiled callable
     names = parameter_names(fn, len(args))
     try:
@@ -88,6 +105,19 @@ def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
             result = inline(tx, fn, wrapped, wrapped_kw)
         else:
             result = call(tx, fn, wrapped, wrapped_kw)
+    except Suspend:  # a pending data-dependent cut: the graph up to it, nothing returned yet (resume.py)
+        pending = True
+    except GraphBreak as exc:
+        return _broken(tx, guards, exc, start)
+    try:
+        if pending:
+            full = tx.builder.build([], [])
+            plan = split_graph(full, tx.builder.nodes, tx.cuts)
+            if isinstance(plan, str):
+                cut = tx.cuts[-1]
+                raise GraphBreak(f"{cut.reason}, but {plan}", cut.filename, cut.lineno)
+            extra = {"leaf_names": _leaf_names(tx), "split": plan, "pending": tx.cuts[-1], "nodes": tx.builder.nodes}
+            return TraceResult(full, None, guards, None, tx.n_arg_leaves, time.perf_counter() - start, extra)
         outputs: list[Any] = []
         spec = _output_spec(tx, result, outputs)
         effects = tx.side_effects.finish(tx, lambda v: _output_spec(tx, v, outputs)) if tx.side_effects else []
@@ -102,11 +132,11 @@ def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         brk = None
     except GraphBreak as exc:
         graph, spec, brk, effects, plan = None, None, exc, [], None
-    results = {id(n) for c in tx.cuts for n in c.results}
-    extra: dict[str, Any] = {"leaf_names": [name for n, name in zip(tx.builder.inputs, tx.builder.input_names)
-                                            if id(n) not in results]}
+    extra: dict[str, Any] = {"leaf_names": _leaf_names(tx)}
     if plan is not None:
         extra["split"] = plan
+        if tx.resume.count:  # a resumed trace: the driver matches its nodes with the first trace's by position
+            extra["nodes"] = tx.builder.nodes
     if effects:
         extra["side_effects"] = effects
         if tx.side_effects.candidates - dynamic_sources:
@@ -114,6 +144,16 @@ def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
     if graph is not None:
         extra["may_raise"] = raising_checks(graph)
     return TraceResult(graph, spec, guards, brk, tx.n_arg_leaves, time.perf_counter() - start, extra)
+
+
+def _leaf_names(tx: TraceContext) -> list[str]:
+    results = {id(n) for c in tx.cuts for n in c.results}
+    return [name for n, name in zip(tx.builder.inputs, tx.builder.input_names) if id(n) not in results]
+
+
+def _broken(tx: TraceContext, guards: GuardSet, exc: GraphBreak, start: float) -> TraceResult:
+    return TraceResult(None, None, guards, exc, tx.n_arg_leaves, time.perf_counter() - start,
+                       {"leaf_names": _leaf_names(tx)})
 
 
 _SUSPENDABLE = {bytecode.CO_GENERATOR: "a generator function", bytecode.CO_COROUTINE: "an async function (coroutine)",

@@ -1,0 +1,418 @@
+"""Running a function resumed after data-dependent breaks (``tracer/resume.py``): the trace stops at ``x[x > 0]``,
+``np.unique(x)`` or ``if loss < best:``, the graph up to there runs, the instruction runs eagerly on its output,
+and the rest of the function runs as the graph of a trace resumed with what the instruction gave.
+
+The resumed graphs form a tree. Each :class:`_Variant` is one trace of the whole function: the first stops at the
+first data-dependent cut (``pending``); a variant resumed with observations ``o0 .. ok`` is the same trace up to
+cut ``k`` (node for node: the driver checks) and either stops at cut ``k + 1`` or returns. A call runs the root's
+segments up to its pending cut, runs the instruction, and goes on in the child for the value seen, tracing it on
+first sight. A child is specialised on what it read (an array's shape and dtype, a truth value) and on its own
+guards, which are checked when it is chosen; each cut keeps at most ``cache_limit`` children (the recompile limit
+counts per segment), after which a new value runs the call eagerly when that is exact.
+
+Values flow between variants by *position* in the trace's node list (the same in every variant up to the cut):
+the segment before a pending cut outputs every value the interpreter still held there (``resume.live_nodes``), so
+a child finds what it reads; where it does not (a node the tracer memoised), the child's own segments up to the
+cut run again (they are pure: arguments are written and objects stored only by the last segment and the replay).
+
+On the first call the whole chain is traced at compile time (:func:`complete`): the graph up to each pending cut is
+evaluated on the call's arguments by the reference interpreter and the instruction run on it, so a function whose
+rest cannot be traced breaks at compile time, with the reason, as any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+
+from jitgraph.backends.base import CompiledGraph, KernelSource, get_backend
+from jitgraph.backends.eager import evaluate
+from jitgraph.config import OPTIONS
+from jitgraph.errors import JitgraphError
+from jitgraph.ir.graph import Graph, Node
+from jitgraph.jit.effects import FAST, raise_policy, restore, snapshot
+from jitgraph.passes import run_pipeline
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.dynamic_ints import DynamicInt
+from jitgraph.tracer.keys import make_key
+from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.resume import observe
+from jitgraph.tracer.split import Cut, dry_draw
+from jitgraph.tracer.trace import TraceResult, trace
+
+log = logging.getLogger("jitgraph.breaks")
+
+MAX_CHAIN = 16  # data-dependent cuts traced at compile time, per call
+# Children per cut: the recompile limit, counted per segment. The default ``cache_limit`` (the driver does not pass
+# a function's own ``cache_limit=`` down to its artifacts).
+SEGMENT_LIMIT: int = OPTIONS["cache_limit"].default
+
+# ---- compile time: the chain of the first call --------------------------------------------------------------
+def complete(fn: Any, args: tuple, kwargs: dict[str, Any], first: TraceResult) -> TraceResult:
+    """Trace the first call through every data-dependent cut: ``first`` with ``extra["resume_chain"]`` (the
+    resumed traces, in order), or a trace that breaks (the reason and line of whatever stopped the rest)."""
+    key_leaves: list[Any] = []
+    make_key(args, kwargs, key_leaves)
+    chain = [first]
+    while "pending" in chain[-1].extra:
+        last = chain[-1]
+        cut: Cut = last.extra["pending"]
+        if len(chain) > MAX_CHAIN:
+            return _broken(last, f"{cut.reason}, but more than {MAX_CHAIN} such cuts in one call: runs eagerly", cut)
+        extra = last.guards.compile()(args, kwargs)
+        try:
+            value = _probe(last, key_leaves + (extra or []), cut)
+        except Exception as exc:  # noqa: BLE001 - the eager call raises it again, at its line
+            return _broken(last, f"{cut.reason}, but evaluating it raised {type(exc).__name__}: {exc}", cut)
+        seen = observe(cut.data or "", value)
+        if seen is None:
+            return _broken(last, f"{cut.reason}, but its result ({type(value).__name__}) is not an array the trace "
+                                 "can read", cut)
+        observed = tuple(c.observation for c in last.extra["split"].cuts if c.data and not c.pending) + (seen,)
+        nxt = trace(fn, args, kwargs, observed)
+        if nxt.breaks is not None:
+            return nxt
+        if not same_prefix(last, nxt, cut.index):
+            return _broken(last, f"{cut.reason}, but the trace resumed after it differs before it (internal)", cut)
+        chain.append(nxt)
+    first.extra["resume_chain"] = chain[1:]
+    return first
+
+
+def _broken(result: TraceResult, reason: str, cut: Cut) -> TraceResult:
+    return TraceResult(None, None, result.guards, GraphBreak(reason, cut.filename, cut.lineno), result.n_arg_leaves,
+                       result.seconds, {"leaf_names": result.extra.get("leaf_names", [])})
+
+
+def same_prefix(parent: TraceResult, child: TraceResult, index: int) -> bool:
+    """Whether two traces built the same nodes before position ``index`` (tracing is deterministic; checked)."""
+    a, b = parent.extra["nodes"], child.extra["nodes"]
+    if len(a) < index or len(b) < index:
+        return False
+    return all(x.op == y.op and x.type == y.type for x, y in zip(a[:index], b[:index]))
+
+
+def _probe(result: TraceResult, leaves: list[Any], pending: Cut) -> Any:
+    """Run the graph up to ``pending`` with the reference interpreter (calls between segments as at run time, but
+    prints are skipped and draws made on a copy of the generator's state) and return the pending call's result."""
+    plan = result.extra["split"]
+    constants = result.guards.constants
+    env: dict[Node, Any] = {}
+    for segment, cut in zip(plan.segments, plan.cuts):
+        outs, _ = evaluate(segment.graph, leaves + [env[n] for n in segment.carried])
+        env.update(zip(segment.produced, outs))
+        if cut is pending:
+            return call_cut(cut, constants, env)
+        if cut.results:
+            store_results(cut, call_cut(cut, constants, env, probe=True), env)
+    raise AssertionError("the pending cut has no segment")
+
+
+def call_cut(cut: Cut, constants: list[Any], env: dict[Node, Any], probe: bool = False) -> Any:
+    """Make a cut's call on the values in ``env`` (a draw on a copy of its generator's state when ``probe``)."""
+    values = [env[n] for n in cut.arg_nodes]
+    args = [build_output(s, constants)(values, [], (), {}) for s in cut.arg_specs]
+    kwargs = {k: build_output(s, constants)(values, [], (), {}) for k, s in cut.kw_specs.items()}
+    if cut.callee[0] == "method":
+        fn = getattr(eval(cut.callee[1], {"K": constants}), cut.callee[2])
+    else:
+        fn = cut.callee[1]
+    if probe and not cut.pure and cut.data is None and isinstance(getattr(fn, "__self__", None),
+                                                                  np.random.RandomState | np.random.Generator):
+        return dry_draw(fn, args, kwargs)
+    return fn(*args, **kwargs)
+
+
+def store_results(cut: Cut, result: Any, env: dict[Any, Any], key: Any = None) -> None:
+    """Put a call's result (the parts of a tuple) into ``env`` under its result nodes (or ``key(node)``)."""
+    nodes = cut.results
+    parts = list(result) if len(nodes) > 1 or type(result) is tuple else [result]
+    if len(parts) != len(nodes):
+        raise ResumeError(f"{cut.reason}: the call returned {len(parts)} values, not {len(nodes)}")
+    for node, part in zip(nodes, parts):
+        env[node if key is None else key(node)] = part
+
+
+class ResumeError(JitgraphError):
+    """A function resumed after a data-dependent break met something its traces did not foresee."""
+
+
+# ---- run time -------------------------------------------------------------------------------------------------
+class _Variant:
+    """One trace of the tree: its plan, guards, segments compiled on first use, children by observed value."""
+
+    def __init__(self, result: TraceResult, start: int, key: Any, owner: ResumableArtifact) -> None:
+        self.result = result
+        self.plan = result.extra["split"]
+        self.nodes: list[Node] = result.extra["nodes"]
+        self.pos = {n: i for i, n in enumerate(self.nodes)}
+        self.pending: Cut | None = result.extra.get("pending")
+        self.start, self.key, self.owner = start, key, owner
+        self.check = result.guards.compile()
+        self.children: list[_Variant] = []
+        self.parts: dict[int, CompiledGraph] = {}
+        self.lowered: dict[int, Graph] = {}
+        self.replay = False  # the child reads a value its ancestors did not output: rerun its own segments
+        self.build: Any = None
+        self.policy = FAST
+        if self.pending is None:
+            self.build = owner.result_builder(result)
+
+    def part(self, s: int) -> CompiledGraph:
+        part = self.parts.get(s)
+        if part is None:
+            graph = self.lowered.get(s)
+            if graph is None:
+                graph, _ = run_pipeline(self.plan.segments[s].graph, self.owner.options)
+                self.lowered[s] = graph
+            part = self.parts[s] = get_backend(self.owner.backend)(graph, self.owner.options)
+            if s == len(self.plan.segments) - 1 and self.pending is None:
+                self.policy = raise_policy(graph, self.result.extra.get("may_raise"))
+        return part
+
+
+class _Done:
+    """The artifact's answer: the last segment's outputs and the variant that builds the return value from them,
+    or the return value of an eager run."""
+
+    __slots__ = ("eager", "leaves", "outs", "variant")
+
+    def __init__(self, outs: Any, variant: _Variant | None, leaves: list[Any], eager: Any = None) -> None:
+        self.outs, self.variant, self.leaves, self.eager = outs, variant, leaves, eager
+
+
+class _Deferred:
+    __slots__ = ("artifact", "leaves")
+
+    def __init__(self, artifact: ResumableArtifact, leaves: list[Any]) -> None:
+        self.artifact, self.leaves = artifact, leaves
+
+
+def build_result(deferred: _Deferred, leaves: list[Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+    """The entry's result builder: runs the call (segments, eager instructions, resumed children), then builds
+    the return value as the finishing variant does (its leaves, its out spec, its replayed stores)."""
+    o = deferred.artifact.run(deferred.leaves, args, kwargs)
+    if o.variant is None:
+        return o.eager
+    return o.variant.build(o.outs, o.leaves, args, kwargs)
+
+
+class ResumableArtifact:
+    """A :class:`~jitgraph.backends.base.CompiledGraph` over the tree of resumed traces."""
+
+    def __init__(self, fn: Any, root: TraceResult, backend: str, options: dict[str, Any], n_key: int,
+                 dynamic: bool, result_builder: Any) -> None:
+        self.fn, self.backend, self.options, self.n_key = fn, backend, options, n_key
+        self.dynamic, self.result_builder = dynamic, result_builder
+        self.cache_limit = SEGMENT_LIMIT
+        self.root = _Variant(root, 0, None, self)
+        self.saturated: list[str] = []
+        self.retraces = 0
+        self._lock = threading.Lock()
+        node = self.root
+        for result in root.extra.get("resume_chain", []):
+            start = len(node.plan.cuts)  # the segment after the parent's pending cut
+            child = _Variant(result, start, result.extra["split"].cuts[start - 1].observation, self)
+            node.children.append(child)
+            node = child
+
+    # ---- running ----------------------------------------------------------------------------------------------
+    def __call__(self, leaves: list[Any]) -> Any:
+        """Nothing runs yet: a child is traced and guarded on the call's arguments, which the result builder
+        (:func:`build_result`) has and the artifact does not; the builder runs the call."""
+        return _Deferred(self, leaves)
+
+    def run(self, leaves: list[Any], args: tuple, kwargs: dict[str, Any]) -> _Done:
+        node, s, env, vleaves, impure = self.root, 0, {}, leaves, False
+        while True:
+            segments = node.plan.segments
+            segment = segments[s]
+            last = s == len(segments) - 1 and node.pending is None
+            part = node.part(s)
+            inputs = vleaves + [env[node.pos[n]] for n in segment.carried]
+            if last:
+                return self._finish(node, part, inputs, vleaves, impure, args, kwargs)
+            outs = part(inputs)
+            env.update((node.pos[n], v) for n, v in zip(segment.produced, outs))
+            cut = node.plan.cuts[s]
+            if cut is node.pending:
+                value = call_cut(cut, node.result.guards.constants, {n: env[node.pos[n]] for n in cut.arg_nodes})
+                found = self._child(node, cut, value, args, kwargs, impure)
+                if found is None:
+                    return _Done(None, None, [], self._eager(args, kwargs))
+                node, vleaves = found
+                child_cut = node.plan.cuts[s]
+                if child_cut.results:
+                    store_results(child_cut, value, env, node.pos.__getitem__)
+                if node.replay:
+                    self._replay(node, s, vleaves, env)
+            else:
+                constants = node.result.guards.constants
+                local = {n: env[node.pos[n]] for n in cut.arg_nodes}
+                result = call_cut(cut, constants, local)
+                impure = impure or not cut.pure
+                if cut.results:
+                    store_results(cut, result, env, node.pos.__getitem__)
+            s += 1
+
+    def _finish(self, node: _Variant, part: CompiledGraph, inputs: list[Any], vleaves: list[Any], impure: bool,
+                args: tuple, kwargs: dict[str, Any]) -> _Done:
+        """The last segment: it writes the arguments; a raise after a write is undone and, when nothing eager has
+        happened, the call reruns eagerly, so NumPy makes its own effects in its own order (jit/effects.py)."""
+        if node.policy == FAST:
+            return _Done(part(inputs), node, vleaves)
+        mutated = tuple(i for i, _ in node.lowered[len(node.plan.segments) - 1].mutations)
+        saved = snapshot(vleaves, mutated)
+        try:
+            return _Done(part(inputs), node, vleaves)
+        except Exception:
+            restore(saved)
+            if impure:
+                raise
+            return _Done(None, None, [], self._eager(args, kwargs))
+
+    def _eager(self, args: tuple, kwargs: dict[str, Any]) -> Any:
+        def plain(v: Any) -> Any:
+            return int(v) if type(v) is DynamicInt else v
+
+        return self.fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+
+    def _child(self, node: _Variant, cut: Cut, value: Any, args: tuple, kwargs: dict[str, Any],
+               impure: bool) -> tuple[_Variant, list[Any]] | None:
+        """The variant resumed with ``value`` at ``cut`` whose guards pass (traced now if there is none), with its
+        leaves; None where the call runs eagerly instead."""
+        key = observe(cut.data or "", value)
+        if key is None:
+            return self._refuse(f"{cut.reason}, but this call's result is not an array the trace can read", impure)
+        for child in node.children:
+            if child.key == key:
+                extra = child.check(args, kwargs)
+                if extra is not None:
+                    return child, self._leaves(args, kwargs, extra)
+        with self._lock:
+            if len(node.children) >= self.cache_limit:
+                why = f"{cut.reason}: {len(node.children)} values seen at {cut.filename}:{cut.lineno}, the limit"
+                if why not in self.saturated:
+                    self.saturated.append(why)
+                    log.warning("jitgraph: %s hit its recompile limit; calls with a new value there run eagerly",
+                                why)
+                return self._refuse(why, impure)
+            observed = tuple(c.observation for c in node.plan.cuts if c.data and not c.pending) + (key,)
+            result = trace(self.fn, args, kwargs, observed)
+            self.retraces += 1
+            if result.breaks is not None:
+                return self._refuse(f"{cut.reason}, but the trace resumed after it breaks: {result.breaks.reason}",
+                                    impure)
+            if not same_prefix(node.result, result, cut.index):
+                return self._refuse(f"{cut.reason}, but the trace resumed after it differs before it", impure)
+            child = _Variant(result, len(node.plan.cuts), key, self)
+            extra = child.check(args, kwargs)
+            if extra is None:
+                return self._refuse(f"{cut.reason}, but the resumed trace's guards fail on its own call", impure)
+            child.replay = not self._reads_only_outputs(node, child, cut)
+            node.children.append(child)
+            log.info("jitgraph: %s resumed after %s:%s for a new value (%s)", getattr(self.fn, "__qualname__", ""),
+                     cut.filename, cut.lineno, key)
+        return child, self._leaves(args, kwargs, extra)
+
+    def _leaves(self, args: tuple, kwargs: dict[str, Any], extra: list[Any]) -> list[Any]:
+        leaves: list[Any] = []
+        make_key(args, kwargs, leaves)
+        return leaves + extra
+
+    @staticmethod
+    def _reads_only_outputs(parent: _Variant, child: _Variant, cut: Cut) -> bool:
+        """Whether every value the child's later segments carry from before ``cut`` is one the parent's segments
+        output (so the child need not rerun its own)."""
+        available = {parent.pos[n] for seg in parent.plan.segments for n in seg.produced}
+        available |= {parent.pos[n] for c in parent.plan.cuts for n in c.results}
+        first = len(parent.plan.cuts)
+        for segment in child.plan.segments[first:]:
+            for n in segment.carried:
+                p = child.pos[n]
+                if p < cut.index and p not in available:
+                    return False
+        return True
+
+    def _replay(self, child: _Variant, upto: int, vleaves: list[Any], env: dict[int, Any]) -> None:
+        for t in range(upto + 1):
+            segment = child.plan.segments[t]
+            outs = child.part(t)(vleaves + [env[child.pos[n]] for n in segment.carried])
+            env.update((child.pos[n], v) for n, v in zip(segment.produced, outs))
+
+    def _refuse(self, why: str, impure: bool) -> None:
+        if impure:  # a print or a draw has happened: an eager rerun would repeat it
+            raise ResumeError(f"{why}; an eager call (print, logging, a draw) already ran in this call, so it cannot "
+                              "rerun eagerly", hint="compile the part after the eager call as its own function")
+        log.info("jitgraph: %s; this call runs eagerly", why)
+
+    # ---- inspection -------------------------------------------------------------------------------------------
+    def variants(self) -> list[_Variant]:
+        """Every variant, depth first."""
+        found, todo = [], [self.root]
+        while todo:
+            node = todo.pop()
+            found.append(node)
+            todo.extend(reversed(node.children))
+        return found
+
+    def segments(self) -> list[tuple[int, _Variant, int]]:
+        """``(depth, variant, segment index)`` of every segment the tree runs (compiled or not yet)."""
+        rows = []
+        for node in self.variants():
+            depth = sum(1 for c in node.plan.cuts if c.data and not c.pending)
+            for s in range(node.start, len(node.plan.segments)):
+                rows.append((depth, node, s))
+        return rows
+
+    def kernel_sources(self) -> list[KernelSource]:
+        found = []
+        for k, (_, node, s) in enumerate(self.segments()):
+            part = node.parts.get(s)
+            for source in part.kernel_sources() if part is not None else []:
+                found.append(KernelSource(f"segment {k}: {source.title}", source.source, source.note))
+        return found
+
+    def explain(self) -> str:
+        return "\n".join(explain_lines(self))
+
+    def regions(self) -> list:
+        return [r for node in self.variants() for part in node.parts.values() for r in part.regions()]
+
+    def compile_times(self) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for node in self.variants():
+            for part in node.parts.values():
+                for k, v in part.compile_times().items():
+                    total[k] = total.get(k, 0.0) + v
+        return total
+
+    def fallback_reason(self) -> str | None:
+        reasons = [r for node in self.variants() for p in node.parts.values() if (r := p.fallback_reason())]
+        return "; ".join(reasons) or None
+
+
+def explain_lines(artifact: ResumableArtifact) -> list[str]:
+    """The tree in words: each segment, and after it the cut it ends at (the value each child was traced for)."""
+    lines = []
+    for depth, node, s in artifact.segments():
+        pad = "  " * depth
+        where = "" if node.key is None else f" (resumed for {describe_key(node.key)})"
+        lines.append(f"{pad}segment {s}{where if s == node.start else ''}")
+        if s < len(node.plan.cuts):
+            cut = node.plan.cuts[s]
+            lines.append(f"{pad}  then at {cut.filename}:{cut.lineno}: {cut.reason}")
+    lines.extend(f"recompile limit: {why}" for why in artifact.saturated)
+    return lines
+
+
+def describe_key(key: Any) -> str:
+    if type(key) is bool:
+        return f"the branch {'taken' if key else 'not taken'}"
+    return ", ".join(f"{t.dtype}{list(t.shape)}" for t, _ in key)
+
+
+__all__ = ["ResumableArtifact", "ResumeError", "build_result", "complete"]
