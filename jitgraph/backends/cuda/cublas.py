@@ -228,6 +228,7 @@ def execute(state: GemmState, values: dict[Node, Any]) -> Any:
     spec, found = state.spec, state.provider
     assert spec is not None and found is not None
     pick = [values[n] if n is not None else None for n in (spec.a, spec.b, spec.bias, spec.c)]
+    runtime.log_library_call(found.name)
     try:
         result = found.gemm(spec, *pick)
     except Exception as exc:  # noqa: BLE001 - any library failure: fall back with the reason

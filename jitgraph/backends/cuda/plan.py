@@ -184,6 +184,8 @@ def run(plan: GroupPlan, operands: list[Any], out_buffers: dict[int, Any], pool:
                 outs[k] = buf
             return outs
         except cublas.GemmFailed as exc:  # raised by the library call, the first launch: nothing written yet
+            if runtime.capturing():
+                raise  # failing only inside a CUDA-graph recording: that recording fails, the GEMM path stays
             gemm.fail(str(exc))
         except UnsupportedError as exc:
             gemm.fail(f"the kernels after the GEMM could not be generated ({exc.message})")

@@ -254,7 +254,21 @@ def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: lis
         kernel[grid, block, stream](*args)
 
 
+def log_library_call(name: str) -> None:
+    """A library call (cuBLAS) issues its own launches: while a call is recorded, count it in the log; a stand-in
+    recorder that only logs launches cannot replay it, so the recording fails instead of baking in its result."""
+    log = getattr(_LOCAL, "log", None)
+    if log is None:
+        return
+    if not log.execute:
+        raise BackendError(f"{name} cannot be recorded without stream capture", hint="calls launch per call")
+    log.launches.append((name, (), (), []))
+
+
 def to_device(value: np.ndarray) -> Any:
+    if capturing():  # a captured copy would read this host array's address again on every replay
+        raise BackendError("a host-to-device copy while a CUDA graph is being recorded",
+                           hint="the graph runs with per-call launches instead")
     stream = current_stream()
     if stream == 0:
         return keep_alive(cuda().to_device(np.ascontiguousarray(value)))
