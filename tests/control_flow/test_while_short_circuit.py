@@ -1,0 +1,100 @@
+"""``while`` conditions that are ``and``/``or`` chains whose later operands read arrays: Python evaluates them only
+when the chain needs them, and so must the compiled ``while`` region (a read past the end would raise). Also the
+bounds the loop driver takes from such tests: a read the test does not protect still raises NumPy's IndexError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jitgraph
+
+
+def _run_both(fn: Any, *args: Any) -> tuple[Any, Any, Any]:
+    def fresh() -> list[Any]:
+        return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+    compiled = jitgraph.compile(fn)
+    want_args, got_args = fresh(), fresh()
+    want, got = fn(*want_args), compiled(*got_args)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    for g, w in zip(got_args, want_args):
+        if isinstance(w, np.ndarray):
+            np.testing.assert_array_equal(g, w)
+    return compiled, got, want
+
+
+def _one_graph(compiled: Any) -> None:
+    info = compiled.cache_info()
+    assert info.fallbacks == 0, compiled.explain().break_reasons
+    (entry,) = [e for e in compiled.explain().entries if e.mode == "graph"]
+    assert entry.compiled.fallback_reason() is None, entry.compiled.fallback_reason()
+
+
+def insertion_sort(a):
+    for i in range(1, a.shape[0]):
+        key = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = key
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_insertion_sort_is_one_graph(dtype: Any) -> None:
+    a = np.random.default_rng(0).integers(-50, 50, 25).astype(dtype)
+    compiled, got, _ = _run_both(insertion_sort, a)
+    _one_graph(compiled)
+    assert np.all(np.diff(got) >= 0)
+
+
+def count_leading_positive(x, n):
+    i = 0
+    while i < n and x[i] > 0:  # x[n] is past the end: Python never reads it
+        i += 1
+    return i
+
+
+def first_small_or_end(x, limit):
+    i = 0
+    while not (i >= x.shape[0] or x[i] < limit):  # an or-chain, negated
+        i += 1
+    return i
+
+
+def test_and_chain_never_reads_past_the_end() -> None:
+    x = np.ones(6)
+    compiled, got, _ = _run_both(count_leading_positive, x, 6)
+    _one_graph(compiled)
+    assert got == 6
+    x[3] = -1.0
+    assert compiled(x, 6) == 3
+
+
+def test_or_chain_never_reads_past_the_end() -> None:
+    x = np.arange(5.0)
+    compiled, got, _ = _run_both(first_small_or_end, x, -1.0)
+    _one_graph(compiled)
+    assert got == 5
+    assert compiled(x, 2.5) == first_small_or_end(x, 2.5) == 0
+
+
+def walk_down(a, j):
+    while a[j] > 0:  # j goes negative: NumPy wraps once, then raises
+        j -= 1
+    return j
+
+
+def test_unprotected_read_still_raises_index_error() -> None:
+    a = np.ones(3)
+    with pytest.raises(IndexError):
+        walk_down(a, 2)
+    compiled = jitgraph.compile(walk_down)
+    with pytest.raises(IndexError):
+        compiled(a, 2)
+    a[0] = -1.0
+    assert compiled(a.copy(), 2) == walk_down(a.copy(), 2) == 0
