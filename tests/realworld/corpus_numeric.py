@@ -4,8 +4,9 @@ norm-clipped optimisers, dynamic-programming tables, k-means and k-NN with ``arg
 linear solves and decompositions, stencils and small recurrent cells.
 
 Each :class:`~corpus.Case` makes fresh arguments; ``kind`` is what the compiler is expected to do with it, as in
-``corpus.py`` (``"graph"``: one compiled graph per call; ``"split"``; ``"eager"``: the whole function eagerly, with
-the reason). The cases are run by ``tests/realworld/test_corpus_numeric.py`` and ``benchmarks/realworld.py``.
+``corpus.py`` (``"graph"``: one compiled graph per call; ``"split"``: a data-dependent branch that changes a dict or
+aliases an argument, not a cond, run split; ``"eager"``: the whole function eagerly, with the reason -- here the
+CSR idiom, slices whose bounds are array data). The cases are run by ``tests/realworld/test_corpus_numeric.py`` and ``benchmarks/realworld.py``.
 """
 
 from __future__ import annotations
@@ -634,10 +635,10 @@ CASES = [
     Case("bce_ignore_index", bce_ignore_index,
          lambda: (rng(3).random(8), np.array([1.0, 0, -1, 1, 0, -1, 1, 1]))),
     Case("ClippedAdam.update", ClippedAdam.update, lambda: (ClippedAdam(), arr(5), arr(5, seed=1) * 3)),
-    Case("clip_grad_norm", clip_grad_norm, lambda: ({"W": arr(4, 3), "b": arr(3, seed=1)}, 1.0)),
+    Case("clip_grad_norm", clip_grad_norm, lambda: ({"W": arr(4, 3), "b": arr(3, seed=1)}, 1.0), kind="split"),
     Case("sgd_clip_value", sgd_clip_value, lambda: ({"W": arr(4, 3), "b": arr(3, seed=1)},
                                                     {"W": arr(4, 3, seed=2), "b": arr(3, seed=3)})),
-    Case("rmsprop_norm_clip", rmsprop_norm_clip, lambda: (arr(5), arr(5, seed=1) * 3, np.zeros(5))),
+    Case("rmsprop_norm_clip", rmsprop_norm_clip, lambda: (arr(5), arr(5, seed=1) * 3, np.zeros(5)), kind="split"),
     Case("adamw_step", adamw_step, lambda: (arr(5), arr(5, seed=1), np.zeros(5), np.zeros(5), 3)),
     Case("edit_distance", edit_distance, lambda: (np.array([1, 2, 3, 4, 2]), np.array([1, 3, 3, 2, 2, 4]))),
     Case("lcs_length", lcs_length, lambda: (np.array([1, 2, 3, 4, 2]), np.array([1, 3, 3, 2, 2, 4]))),
@@ -649,7 +650,7 @@ CASES = [
     Case("kmeans_sorted_init", kmeans_sorted_init, lambda: (arr(9, 2), 3)),
     Case("pairwise_sq_dists", pairwise_sq_dists, lambda: (arr(5, 3),)),
     Case("gmm_e_step", gmm_e_step, _gmm),
-    Case("csr_spmv", csr_spmv, _csr),
+    Case("csr_spmv", csr_spmv, _csr, kind="eager"),
     Case("coo_spmv", coo_spmv, lambda: (np.array([0, 1, 1, 3, 4]), np.array([1, 0, 2, 3, 0]), arr(5), arr(5, seed=1),
                                         5)),
     Case("embedding_backward", embedding_backward, lambda: (np.array([1, 3, 1, 0]), arr(4, 3), 5)),
