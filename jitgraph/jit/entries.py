@@ -43,6 +43,10 @@ class Entry:
     fast: bool = False
     on_raise: str = FAST
     mutated: tuple[int, ...] = ()
+    # The generated function that recognises and runs a call of this entry (dispatch.py; None: the generic path
+    # only), and the top-level positions where the traced call had a plain int (unreachable once one is dynamic).
+    runner: Any = None
+    plain_ints: tuple[int | str, ...] = ()
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias

@@ -31,6 +31,7 @@ from jitgraph.jit import effects
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
+from jitgraph.jit.dispatch import MISS, build_runner, runners
 from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
@@ -78,6 +79,7 @@ class CompiledFunction:
         self._clear()
 
     def _clear(self) -> None:
+        self._runners: tuple = ()  # dispatch.runners(): replaced under the lock, read without it
         self._table = {}
         self.entries.clear()
         self._hits = itertools.count()  # bumped on the lock-free warm path (next() is one C call)
@@ -117,30 +119,28 @@ class CompiledFunction:
         return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit, self.options))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The key and the graph see dynamic ints wrapped (dynamic_ints.py); eager calls get the caller's own values.
-        user_args, user_kwargs = args, kwargs
-        dynamic = self._dynamic
+        # The generated runners (dispatch.py) first: straight-line checks of the leading entries' layouts.
+        for run in self._runners:
+            result = run(args, kwargs)
+            if result is not MISS:
+                return result
+        return self._dispatch(args, kwargs)
+
+    def _dispatch(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        """The generic path: the key, one dict lookup, each entry's guards and aliasing; else a miss."""
+        args, kwargs = user_args, user_kwargs
+        dynamic = self._dynamic  # the key and the graph see dynamic ints wrapped (dynamic_ints.py)
         if dynamic:
             args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
         leaves: list[Any] = []
-        entries = self._table.get(make_key(args, kwargs, leaves))
-        if entries is not None:
-            for entry in entries:
-                check = entry.check
-                if check is None:
-                    all_leaves = leaves
-                else:
-                    extra = check(args, kwargs)
-                    if extra is None:
-                        continue
-                    all_leaves = leaves + extra if extra else leaves
-                if alias_pattern(all_leaves) != entry.alias:
-                    continue
-                next(self._hits)
-                if entry.fast:
-                    return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
-                return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
-        return self._miss(user_args, user_kwargs)
+        found = self._find(make_key(args, kwargs, leaves), leaves, args, kwargs)
+        if found is None:
+            return self._miss(user_args, user_kwargs)
+        entry, all_leaves = found
+        next(self._hits)
+        if entry.fast:
+            return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
+        return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
 
     def _find(self, key: tuple, leaves: list[Any], args: tuple, kwargs: dict[str, Any]
               ) -> tuple[Entry, list[Any]] | None:
@@ -246,10 +246,13 @@ class CompiledFunction:
             self._recompiles += 1
             self._reasons.append(reason or "argument structure changed")
             self._sites.append(site)
+        entry.runner, entry.plain_ints = build_runner(entry, self.name, len(self.entries) + 1, self._hits,
+                                                      self._run_slow)
         self._table[entry.key] = self._table.get(entry.key, ()) + (entry,)
         self.entries.append(entry)
         if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):
             self._dynamic = entry.traced.dynamic
+        self._runners = runners(self.entries, self._dynamic)
 
     # ---- slow path ------------------------------------------------------------------------------------------
     def _miss(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:

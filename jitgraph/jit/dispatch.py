@@ -1,0 +1,252 @@
+"""Generated dispatch: one readable Python function per cache entry that recognises a call and runs the entry.
+
+Why: the generic path (``keys.make_key`` -> a dict lookup -> the entry's compiled guards -> ``alias_pattern``)
+walks the arguments through general functions and builds a key tuple and lists on every call: a few microseconds
+for three small arrays, more than a small fused kernel takes. An entry knows its argument layout exactly, so a
+*runner* checks it in straight-line code (``type(v0) is ndarray and v0.shape == (16,) and ...``), with the traced
+guards inlined and the aliasing check unrolled over its arrays, then runs the graph. The source is registered in
+``linecache`` under ``<jitgraph dispatch NAME entry N>``, so tracebacks and ``inspect.getsource`` show it, and
+``runner_source(entry)`` returns it.
+
+Exactness: a runner accepts a call exactly when the generic path would pick its entry. It mirrors
+``keys.flatten`` branch for branch (the same exact types, so the same branch; the same key parts compared), runs
+the same guard code, and where the aliasing cannot be decided from owners alone (an array whose memory comes
+through a non-array object, two views of one buffer) it calls ``keys.alias_pattern`` as the generic path does.
+Values with no straight-line check (device arrays, named tuples, slices, sets, ...) leave the entry without a
+runner. Runners are tried in publication order, and only for the leading entries that all have one
+(``runners``), so the first entry that matches is the one the generic path would find; calls no runner takes go
+the generic way.
+
+Threads: the function's tuple of runners is replaced under the compile lock, never edited; a runner reads its
+entry's ``fast``, ``compiled`` and ``build`` at call time, so a demotion (or a benchmark's stub) takes effect at
+once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgraph.jit.entries import Entry
+from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt, view
+from jitgraph.tracer.keys import alias_pattern, is_namedtuple
+from jitgraph.tracer.trace import parameter_names
+
+MISS = object()  # what a runner returns when the call is not its entry's (never a user's value)
+MAX_RUNNERS = 8  # entries tried by runners before the generic key lookup (a miss costs ~0.1 us each)
+_PAIRWISE_MAX = 6  # up to this many arrays the owners are compared pairwise, above it through a set
+
+_IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc, types.MethodType)
+_ids = itertools.count(1)
+
+Runner = Callable[[tuple, dict[str, Any]], Any]
+
+
+class _Unsupported(Exception):
+    """A value with no straight-line check: the entry gets no runner."""
+
+
+class _Writer:
+    """Collects the runner's lines, the constants it names, its leaves and arrays."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {"ndarray": np.ndarray, "MISS": MISS, "alias_pattern": alias_pattern}
+        self.leaves: list[str] = []
+        self.arrays: list[str] = []
+        self.plain_ints: list[int | str] = []  # top-level positions holding a plain int of the dynamic range
+        self._n = 0
+
+    def const(self, value: Any) -> str:
+        name = f"C{len(self.ns)}"
+        self.ns[name] = value
+        return name
+
+    def local(self, expr: str) -> str:
+        if expr.isidentifier():
+            return expr
+        name = f"v{self._n}"
+        self._n += 1
+        self.lines.append(f"    {name} = {expr}")
+        return name
+
+    def unpack(self, args: str, n: int) -> None:
+        """The positional arguments as locals ``a0, a1, ...`` (one unpacking; a wrong count is a miss)."""
+        if n == 0:
+            self.fail_if(args, "no positional arguments")
+            return
+        names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
+        self.lines += ["    try:", f"        {names} = {args}",
+                       "    except ValueError:  # another number of positional arguments", "        return MISS"]
+
+    def fail_if(self, condition: str, why: str) -> None:
+        self.lines.append(f"    if {condition}:  # {why}")
+        self.lines.append("        return MISS")
+
+    def walk(self, value: Any, expr: str, label: str) -> None:
+        """The checks ``keys.flatten`` makes of ``value`` (the traced call's), for the expression ``expr``."""
+        t = type(value)
+        if t is np.ndarray:
+            v, dtype = self.local(expr), self.const(value.dtype)
+            self.fail_if(f"type({v}) is not ndarray or {v}.shape != {value.shape!r} or {v}.strides != "
+                         f"{value.strides!r} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})",
+                         f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}")
+            self.leaves.append(v)
+            self.arrays.append(v)
+        elif t is float:
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not float", f"{label}: a float (a graph input)")
+            self.leaves.append(v)
+        elif t is DynamicInt:
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not int or not -{LIMIT} < {v} < {LIMIT}", f"{label}: an int (a runtime value)")
+            self.leaves.append(v)
+        elif t is bool or value is None:
+            self.fail_if(f"{expr} is not {value!r}", f"{label} is {value!r}")
+        elif t is int or t is str or t is bytes:
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not {t.__name__} or {v} != {self.const(value)}", f"{label} == {value!r}"[:80])
+        elif t is dict:
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not dict or len({v}) != {len(value)} or tuple({v}) != "
+                         f"{self.const(tuple(value))}", f"{label}: a dict with keys {list(value)}"[:100])
+            for k, item in value.items():
+                key = repr(k) if type(k) in (str, int) else self.const(k)
+                self.walk(item, f"{v}[{key}]", f"{label}[{k!r}]")
+        elif t is tuple or t is list:
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not {t.__name__} or len({v}) != {len(value)}",
+                         f"{label}: a {t.__name__} of {len(value)}")
+            for i, item in enumerate(value):
+                self.walk(item, f"{v}[{i}]", f"{label}[{i}]")
+        elif isinstance(value, np.generic):
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not {self.const(t)}", f"{label}: a NumPy {t.__name__} (a graph input)")
+            self.leaves.append(v)
+        elif isinstance(value, _IDENTITY_TYPES) and not is_namedtuple(value):
+            v = self.local(expr)
+            self.fail_if(f"type({v}) is not {self.const(t)} or id({v}) != {id(value)}",
+                         f"{label} is {getattr(value, '__qualname__', t.__name__)}")
+        else:
+            raise _Unsupported
+
+    def guards(self, entry: Entry) -> None:
+        """The entry's traced guards and extra inputs (globals read by the trace), as ``GuardSet.compile``."""
+        guards = entry.guards
+        self.ns["K"] = guards.constants
+        self.lines.append("    try:")
+        for g in guards.guards:
+            self.lines.append(f"        if not ({g.code}):  # {g.text[:80]}")
+            self.lines.append("            return MISS")
+        for k, source in enumerate(guards.extra_inputs):
+            self.lines.append(f"        x{k} = {source.code}")
+            self.leaves.append(f"x{k}")
+        self.lines.append("    except Exception:")
+        self.lines.append("        return MISS")
+
+    def aliasing(self, entry: Entry, exact: bool) -> None:
+        """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
+        memory; ``alias_pattern`` itself where that pass cannot decide, or for ``exact`` patterns."""
+        if exact:
+            self.lines.append(f"    if alias_pattern(leaves) != {self.const(entry.alias)}:  # aliasing as traced")
+            self.lines.append("        return MISS")
+            return
+        arrays = self.arrays
+        if len(arrays) < 2:
+            return
+        pairs = list(itertools.combinations(arrays, 2))
+        if len(arrays) <= _PAIRWISE_MAX:
+            same = " or ".join(f"{p} is {q}" for p, q in pairs)
+        else:
+            same = f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"
+        owning = " and ".join(f"{a}.base is None" for a in arrays)
+        self.lines.append(f"    if not ({owning}) or {same}:  # not all distinct arrays owning their memory")
+        owners = []
+        for k, a in enumerate(arrays):  # the owner of each array's memory; 0 where it comes through another object
+            self.lines.append(f"        o{k} = id({a}) if (b := {a}.base) is None else "
+                              "id(b) if type(b) is ndarray and b.base is None else 0")
+            owners.append(f"o{k}")
+        if len(owners) <= _PAIRWISE_MAX:
+            same = " or ".join(f"{p} == {q}" for p, q in itertools.combinations(owners, 2))
+        else:
+            same = f"len({{{', '.join(owners)}}}) != {len(owners)}"
+        self.lines.append(f"        if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
+        self.lines.append("            if alias_pattern(leaves) is not None:")
+        self.lines.append("                return MISS")
+
+
+def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slow: Callable[..., Any]
+                 ) -> tuple[Runner | None, tuple[int | str, ...]]:
+    """The runner of ``entry`` (None where some argument has no straight-line check), and the top-level positions
+    where the traced call had a plain int in the dynamic range (once such a position is dynamic, the generic path
+    wraps it and can never find this entry: see :func:`runners`). Call at publication, while the traced call's
+    arguments are still there."""
+    traced = entry.traced
+    args, kwargs = traced.args, traced.kwargs
+    w = _Writer()
+    pa, pk = ("UA", "UKW") if traced.dynamic else ("A", "KW")  # the caller's arguments (unwrapped ints)
+    names = parameter_names(traced.fn, len(args))
+    try:
+        w.unpack(pa, len(args))
+        for i, value in enumerate(args):
+            w.walk(value, f"a{i}", names[i] if i < len(names) else f"args[{i}]")
+            _note_plain_int(w, i, value)
+        if kwargs:
+            w.fail_if(f"len({pk}) != {len(kwargs)} or tuple({pk}) != {w.const(tuple(kwargs))}",
+                      f"keywords {list(kwargs)}")
+            for k, value in kwargs.items():
+                w.walk(value, f"{pk}[{k!r}]", k)
+                _note_plain_int(w, k, value)
+        else:
+            w.fail_if(pk, "no keyword arguments")
+    except _Unsupported:
+        return None, ()
+    if traced.dynamic:  # the guards, the graph and the result builder see the dynamic ints wrapped
+        w.ns["view"], w.ns["DYNAMIC"] = view, traced.dynamic
+        w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
+    if entry.check is not None:
+        w.guards(entry)
+    w.lines.append(f"    leaves = [{', '.join(w.leaves)}]")
+    w.aliasing(entry, exact=entry.alias is not None or bool(entry.guards.extra_inputs))
+    w.ns.update(E=entry, HITS=hits, SLOW=slow)
+    w.lines += ["    next(HITS)", "    if E.fast:", "        return E.build(E.compiled(leaves), leaves, A, KW)",
+                f"    return SLOW(E, leaves, A, KW, {pa}, {pk})"]
+    fn_name = f"run_entry_{index}"
+    header = [f"def {fn_name}({pa}, {pk}):",
+              f'    """Entry {index} of {name} ({entry.mode}): the call\'s layout, guards and aliasing as traced."""']
+    source = "\n".join(header + w.lines) + "\n"
+    filename = f"<jitgraph dispatch {name} entry {index} #{next(_ids)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), w.ns)  # noqa: S102 - our own generated source
+    runner = w.ns[fn_name]
+    runner.source = source
+    return runner, tuple(w.plain_ints)
+
+
+def _note_plain_int(w: _Writer, position: int | str, value: Any) -> None:
+    if type(value) is int and -LIMIT < value < LIMIT:
+        w.plain_ints.append(position)
+
+
+def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner, ...]:
+    """The runners to try, in publication order: those of the leading entries, up to the first entry without one
+    (a later runner must not take a call that entry would match first) and at most :data:`MAX_RUNNERS`. An entry the
+    generic path can no longer reach (a plain int traced where the position has since become dynamic) is skipped."""
+    out: list[Runner] = []
+    for entry in entries:
+        if entry.plain_ints and not dynamic.isdisjoint(entry.plain_ints):
+            continue
+        if entry.runner is None or len(out) == MAX_RUNNERS:
+            break
+        out.append(entry.runner)
+    return tuple(out)
+
+
+def runner_source(entry: Entry) -> str | None:
+    """The generated source of an entry's runner (None when it has none)."""
+    return getattr(entry.runner, "source", None)
