@@ -11,7 +11,9 @@ from typing import Any
 
 from jitgraph.inspect.result import EntryView, ExplainResult
 from jitgraph.ir.graph import Graph
+from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.entries import Entry
+from jitgraph.jit.resume import ResumableArtifact, describe_key
 
 
 def entry_view(entry: Entry) -> EntryView:
@@ -19,23 +21,50 @@ def entry_view(entry: Entry) -> EntryView:
     return EntryView(mode=entry.mode, guards=list(entry.guard_texts), traced_graph=entry.traced_graph,
                      graph=entry.graph, compiled=entry.compiled, pass_report=entry.pass_report,
                      times=dict(entry.times), break_reason=entry.break_reason,
-                     split_reasons=list(entry.traced.split_reasons),
+                     split_reasons=split_reasons(entry),
                      segment_graphs=lowered_graphs(entry) if entry.traced.split is not None else [])
 
 
+def split_reasons(entry: Entry) -> list[BreakReason]:
+    """Where and why the entry's function is split: each eager call between graphs; for a function resumed after
+    data-dependent breaks (jit/resume.py), the cut of every resumed trace too, with the value it was traced for."""
+    resumed = _resumed(entry)
+    if resumed is None:
+        return list(entry.traced.split_reasons)
+    reasons = []
+    for node in resumed.variants():
+        seen = "" if node.key is None else f" [in the part resumed for {describe_key(node.key)}]"
+        for cut in node.plan.cuts[node.start:]:
+            reasons.append(BreakReason(cut.reason + seen, cut.filename, cut.lineno))
+    return reasons
+
+
+def _resumed(entry: Entry) -> ResumableArtifact | None:
+    compiled = entry.compiled
+    return compiled if entry.mode == "graph" and isinstance(compiled, ResumableArtifact) else None
+
+
 def traced_graphs(entry: Entry) -> list[Graph]:
-    """The graphs an entry runs, as traced: one, or one per segment of a function split around eager calls."""
+    """The graphs an entry runs, as traced: one, or one per segment of a function split around eager calls (for a
+    resumed one, every segment of every resumed trace, as :func:`jitgraph.jit.resume.explain_lines` lists them)."""
     if entry.mode != "graph" or entry.traced_graph is None:
         return []
+    resumed = _resumed(entry)
+    if resumed is not None:
+        return [node.plan.segments[s].graph for _, node, s in resumed.segments()]
     plan = entry.traced.split
     return [segment.graph for segment in plan.segments] if plan is not None else [entry.traced_graph]
 
 
 def lowered_graphs(entry: Entry) -> list[Graph]:
-    """The pipeline's output graphs of an entry (one per segment of a split function)."""
+    """The pipeline's output graphs of an entry (one per segment of a split function; for a resumed one, those
+    compiled so far)."""
     lowered = entry.lowered
     if entry.graph is None or lowered is None:
         return []
+    resumed = _resumed(entry)
+    if resumed is not None:
+        return [node.lowered[s] for _, node, s in resumed.segments() if s in node.lowered]
     return list(lowered.segments.graphs) if lowered.segments is not None else [entry.graph]
 
 

@@ -304,7 +304,7 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
         carried.sort(key=lambda n: pos[n])
         produced = list(graph.outputs) if s == last else sorted(set(targets), key=lambda n: pos[n])
         plan.append(Segment(_subgraph(graph, nodes, base, carried, members, produced,
-                                      graph.mutations if s == last else ()), carried, produced))
+                                      graph.mutations if s == last else (), pos), carried, produced))
     plan.reverse()
     if cuts and cuts[-1].pending:  # the trace stopped at this cut: nothing comes after it yet (tracer/resume.py)
         plan.pop()
@@ -312,7 +312,7 @@ def split_graph(graph: Graph, nodes: list[Node], cuts: list[Cut]) -> SplitPlan |
 
 
 def _subgraph(graph: Graph, nodes: list[Node], base: list[Node], carried: list[Node], members: set[Node],
-              outputs: list[Node], mutations: Any) -> Graph:
+              outputs: list[Node], mutations: Any, pos: dict[Node, int]) -> Graph:
     names = dict(zip(graph.inputs, graph.input_names))
     mapping: dict[Node, Node] = {}
     new_inputs: list[Node] = []
@@ -321,7 +321,7 @@ def _subgraph(graph: Graph, nodes: list[Node], base: list[Node], carried: list[N
         node = Node("input", (), n.type, {"index": len(new_inputs)}, loc=n.loc)
         mapping[n] = node
         new_inputs.append(node)
-        new_names.append(names.get(n, f"carried %{n.uid}"))
+        new_names.append(names.get(n, f"carried #{pos[n]}"))  # by position: the same in every trace
     body: list[Node] = list(new_inputs)
     for n in nodes:
         if n in members:
