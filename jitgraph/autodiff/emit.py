@@ -107,10 +107,13 @@ class Emitter:
             g = self.reshape(g, (1,) * (len(shape) - len(gs)) + gs)
             gs = shape_of(g)
         lead = len(gs) - len(shape)
-        axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and gs[lead + i] != 1)
+        stretched = [i for i, d in enumerate(shape) if d == 1 and gs[lead + i] != 1]
+        axes = tuple(range(lead)) + tuple(lead + i for i in stretched)
         if axes:
-            g = self.sum(g, axes, keepdims=True)
-            g = self.reshape(g, shape_of(g)[lead:])
+            # one sum without keepdims, then a reshape putting back the stretched 1s: loop bodies compile a
+            # one-axis sum (a bias gradient), not one with keepdims
+            g = self.sum(g, axes)
+            g = self.reshape(g, tuple(1 if i in stretched else gs[lead + i] for i in range(len(shape))))
         if shape_of(g) != shape:
             g = self.op("broadcast_to", g, shape=shape)
         return g

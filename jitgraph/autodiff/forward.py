@@ -31,7 +31,8 @@ from jitgraph.ir.graph import Graph, GraphBuilder, Node, eliminate_dead
 from jitgraph.ir.types import TensorType
 
 
-def jvp_graph(graph: Graph, wrt: Sequence[int], tangent_types: Sequence[TensorType], insert_at: int) -> JointGraph:
+def jvp_graph(graph: Graph, wrt: Sequence[int], tangent_types: Sequence[TensorType], insert_at: int,
+              max_trips: int | None = None) -> JointGraph:
     """A graph of the inputs plus one tangent per ``wrt`` input (inserted before input ``insert_at``) that returns
     the forward's outputs, then one tangent per output (zeros for outputs that are not floats)."""
     names = list(graph.input_names)
@@ -46,7 +47,7 @@ def jvp_graph(graph: Graph, wrt: Sequence[int], tangent_types: Sequence[TensorTy
                                        f"{primal.shape}")
     builder = GraphBuilder()
     mapping, tangents = copy_forward(builder, graph, names, insert_at, tangent_types, "tangent",
-                                     history_for(graph, wrt))
+                                     history_for(graph, wrt), max_trips)
     forward = [mapping[n] for n in graph.nodes]
     outputs = [mapping[o] for o in graph.outputs]
     wrt_nodes = [mapping[graph.inputs[i]] for i in wrt]

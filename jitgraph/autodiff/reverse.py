@@ -70,13 +70,14 @@ def check_differentiable(graph: Graph, wrt: Sequence[int], names: Sequence[str])
 
 def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None], *,
                   cotangent_types: Sequence[TensorType] | None = None, insert_at: int | None = None,
-                  names: Sequence[str] = ()) -> JointGraph:
+                  names: Sequence[str] = (), max_trips: int | None = None) -> JointGraph:
     """The joint graph of ``graph`` that also returns d(seeded outputs)/d(inputs ``wrt``).
 
     ``seeds`` are indices into ``graph.outputs``. Without ``cotangent_types`` each is seeded with 1 (a scalar
     loss: ``grad``); with them, the joint graph takes one cotangent input per seed (of that type; a ``None`` seed
     is an input that seeds nothing), inserted before input ``insert_at`` (after the argument leaves, before the
-    inputs the tracer added for globals: ``vjp``).
+    inputs the tracer added for globals: ``vjp``). ``max_trips`` bounds the loops whose trip count the trace does
+    not know (``while``, run-time bounds; see :mod:`jitgraph.autodiff.loops`).
     """
     cotangent_inputs = cotangent_types is not None
     names = list(names or graph.input_names)
@@ -84,7 +85,7 @@ def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None],
     builder = GraphBuilder()
     insert_at = len(graph.inputs) if insert_at is None else insert_at
     mapping, cotangents_in = copy_forward(builder, graph, names, insert_at, cotangent_types or (), "cotangent",
-                                          history_for(graph, wrt))
+                                          history_for(graph, wrt), max_trips)
     forward = [mapping[n] for n in graph.nodes]
     n_forward_nodes = len(builder.nodes)
     wrt_nodes = [mapping[graph.inputs[i]] for i in wrt]
@@ -180,15 +181,16 @@ def _active(nodes: Sequence[Node], wrt: Sequence[Node]) -> set[Node]:
 
 
 def history_for(graph: Graph, wrt: Sequence[int]) -> set[Node]:
-    """The loop nodes of ``graph`` the backward will go through: they record their iterations (loops.py)."""
-    return {n for n in _active(graph.nodes, [graph.inputs[i] for i in wrt]) if n.op == "loop"}
+    """The loop and while nodes of ``graph`` the backward will go through: they record their iterations."""
+    return {n for n in _active(graph.nodes, [graph.inputs[i] for i in wrt]) if n.op in ("loop", "while")}
 
 
 def copy_forward(builder: GraphBuilder, graph: Graph, names: Sequence[str], insert_at: int,
-                 extra_types: Sequence[TensorType], extra_name: str, record: set[Node] = frozenset()
-                 ) -> tuple[dict[Node, Node], list[Node]]:
+                 extra_types: Sequence[TensorType], extra_name: str, record: set[Node] = frozenset(),
+                 max_trips: int | None = None) -> tuple[dict[Node, Node], list[Node]]:
     """Copy ``graph``'s nodes into ``builder`` (old node -> new node), with new inputs of ``extra_types`` inserted
-    before input ``insert_at`` (called ``extra_name[k]``); the loops in ``record`` also record their history."""
+    before input ``insert_at`` (called ``extra_name[k]``); the loops in ``record`` also record their history
+    (at most ``max_trips`` iterations where the trace does not know the trip count)."""
     mapping: dict[Node, Node] = {}
     extra: list[Node] = []
     for index, node in enumerate(graph.inputs):
@@ -203,7 +205,7 @@ def copy_forward(builder: GraphBuilder, graph: Graph, names: Sequence[str], inse
         inputs = tuple(mapping[i] for i in node.inputs)
         if node in record:
             previous, builder.loc = builder.loc, node.loc
-            mapping[node] = augment_loop(builder, node, inputs)
+            mapping[node] = augment_loop(builder, node, inputs, max_trips)
             builder.loc = previous
         else:
             mapping[node] = builder.add(Node(node.op, inputs, node.type, node.attrs, node.regions, node.loc))

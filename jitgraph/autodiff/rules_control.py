@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jitgraph.autodiff.emit import Emitter
-from jitgraph.autodiff.loops import cond_rule, loop_rule, while_rule
+from jitgraph.autodiff.loops import cond_rule, loop_rule
 from jitgraph.autodiff.rules_elementwise import Rule
 from jitgraph.ir.graph import Node, TupleType
 
@@ -20,5 +20,5 @@ CONTROL_VJP: dict[str, Rule] = {
     "tuple_get": _tuple_get_rule,
     "loop": loop_rule,
     "cond": cond_rule,
-    "while": while_rule,
+    "while": loop_rule,
 }
