@@ -129,7 +129,10 @@ def emit_setitem(em: Emitter, node: Node, indent: int) -> None:
 def emit_view(em: Emitter, node: Node, indent: int) -> None:
     (x,) = node.inputs
     a = node.attrs
-    text = {"transpose": lambda: f"{em.var[x]}.transpose({tuple(a['axes'])!r})",
+    # a full reversal is ``.T``, which Numba types F for C (and C for F): ``transpose(axes)`` would be layout A,
+    # and an A operand keeps a product off BLAS
+    reverse = node.op == "transpose" and tuple(a["axes"]) == tuple(range(x.tensor_type.ndim))[::-1]
+    text = {"transpose": lambda: f"{em.var[x]}.T" if reverse else f"{em.var[x]}.transpose({tuple(a['axes'])!r})",
             "reshape": lambda: f"{em.var[x]}.reshape({tuple(node.tensor_type.shape)!r})",
             "broadcast_to": lambda: f"np.broadcast_to({em.var[x]}, {tuple(a['shape'])!r})"}[node.op]()
     name = em.vname(node)
