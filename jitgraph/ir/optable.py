@@ -22,6 +22,7 @@ class OpKind(enum.Enum):
     REDUCTION = "reduction"
     SHAPE = "shape"
     LINALG = "linalg"
+    LAPACK = "lapack"  # solvers and decompositions: NumPy runs them (no kernel or loop-body emitter)
     INDEXING = "indexing"
     CREATION = "creation"
     REGION = "region"

@@ -144,17 +144,17 @@ def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian:
     return tuple(result) if compute_uv else result
 
 
-define(Op("solve", OpKind.LINALG, _infer_solve, np.linalg.solve, raises=True,
+define(Op("solve", OpKind.LAPACK, _infer_solve, np.linalg.solve, raises=True,
           doc="np.linalg.solve(a, b) through LAPACK (a 1-D b is one vector, as in NumPy 2); LinAlgError if singular"))
-define(Op("inv", OpKind.LINALG, _infer_inv, np.linalg.inv, raises=True,
+define(Op("inv", OpKind.LAPACK, _infer_inv, np.linalg.inv, raises=True,
           doc="np.linalg.inv(a) through LAPACK; LinAlgError if singular"))
-define(Op("det", OpKind.LINALG, _infer_det, np.linalg.det, doc="np.linalg.det(a) through LAPACK (LU)"))
-define(Op("cholesky", OpKind.LINALG, _infer_cholesky, _cholesky, raises=True,
+define(Op("det", OpKind.LAPACK, _infer_det, np.linalg.det, doc="np.linalg.det(a) through LAPACK (LU)"))
+define(Op("cholesky", OpKind.LAPACK, _infer_cholesky, _cholesky, raises=True,
           doc="np.linalg.cholesky(a, upper) through LAPACK; LinAlgError if not positive definite"))
-define(Op("eigh", OpKind.LINALG, _infer_eigh, _eigh, raises=True,
+define(Op("eigh", OpKind.LAPACK, _infer_eigh, _eigh, raises=True,
           doc="np.linalg.eigh(a, UPLO): (eigenvalues, eigenvectors), a tuple; LinAlgError if it does not converge"))
-define(Op("eigvalsh", OpKind.LINALG, _infer_eigvalsh, _eigvalsh, raises=True,
+define(Op("eigvalsh", OpKind.LAPACK, _infer_eigvalsh, _eigvalsh, raises=True,
           doc="np.linalg.eigvalsh(a, UPLO): eigenvalues of a symmetric matrix, ascending"))
-define(Op("svd", OpKind.LINALG, _infer_svd, _svd, raises=True,
+define(Op("svd", OpKind.LAPACK, _infer_svd, _svd, raises=True,
           doc="np.linalg.svd(a, full_matrices, compute_uv, hermitian): (U, S, Vh) or S; LinAlgError if it does not "
               "converge"))
