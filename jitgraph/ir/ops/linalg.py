@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -99,8 +100,17 @@ def _infer_einsum(types: tuple[TensorType, ...], attrs: dict, regions: tuple) ->
     return TensorType(tuple(sizes[c] for c in rhs), dtype)
 
 
+_OPTIMIZE_ABOVE = 1 << 16  # multiply-adds of the unoptimised loop nest below which the path search costs more
+
+
 def _einsum(*xs: Any, subscripts: str) -> Any:
-    return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
+    """NumPy's einsum; three operands or more take an optimised contraction path only when the loop nest is big: the
+    path search costs ~100 us, twenty times a small einsum (and the eager default, ``optimize=False``, is this)."""
+    optimize = False
+    if len(xs) > 2:
+        _, _, sizes = parse_einsum(subscripts, [np.shape(x) for x in xs])
+        optimize = math.prod(sizes.values()) > _OPTIMIZE_ABOVE
+    return np.einsum(subscripts, *xs, optimize=optimize)
 
 
 define(Op("matmul", OpKind.LINALG, _infer_matmul, np.matmul, doc="a @ b"))
