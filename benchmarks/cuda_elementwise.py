@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+os.environ.setdefault("JITGRAPH_CUDA_GRAPHS", "0")  # kernel times come from per-launch events: no graph replay
 
 ARRAYS = {"W1": 4, "W4": 2, "W6": 7}  # arrays of n float32 read or written by each workload
 

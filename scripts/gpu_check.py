@@ -4,8 +4,9 @@
     NUMBA_ENABLE_CUDASIM=1 python scripts/gpu_check.py --sim   # tiny sizes in Numba's simulator (no GPU)
     python scripts/gpu_check.py --ptx                 # no GPU: compile the device code path to PTX (needs NVVM)
 
-Part 1 runs one graph per kernel family (``jitgraph.backends.cuda.selfcheck``) with device-resident arguments and
-prints agreement with the eager interpreter. Part 2 runs the workloads of ``benchmarks/workloads.py`` (W1..W6) at
+Part 1 runs one graph per kernel family (``jitgraph.backends.cuda.selfcheck``) three times with device-resident
+arguments and prints agreement with the eager interpreter: on a GPU the first call runs the cuBLAS self-check, the
+second records a CUDA graph, the third replays it; a line under a check says why cuBLAS or replay was not used. Part 2 runs the workloads of ``benchmarks/workloads.py`` (W1..W6) at
 full size: NumPy on the CPU, ``backend="cpu"``, and ``backend="cuda"`` with device-resident arguments (call time,
 kernel time from CUDA events, then the device->host copy of the results counted separately), plus the time of a
 call with host NumPy arguments (which pays both transfers). For the bandwidth-bound workloads (W1, W4, W6) it prints
@@ -40,9 +41,11 @@ def families(scale: float) -> bool:
     all_ok = True
     for check in selfcheck.checks(scale):
         try:
-            ok, err, chosen = selfcheck.run_check(check, lambda graph: run_pipeline(graph)[0])
+            ok, err, chosen, notes = selfcheck.run_check(check, lambda graph: run_pipeline(graph)[0])
             status = "ok  " if ok else "FAIL"
             print(f"  {status} {check.name:<26} {check.family:<24} kernels: {chosen:<28} max rel err {err:.1e}")
+            for note in notes:
+                print(f"         {note}")
         except Exception as exc:  # noqa: BLE001 - go on: one broken family must not hide the others
             ok = False
             print(f"  FAIL {check.name:<26} {check.family:<24} {type(exc).__name__}: {exc}")
@@ -131,16 +134,22 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
 
     device_call()
     row["gpu"] = median(device_call, repeat, budget)
+    row["host_us"] = host_overhead(entry.compiled, dev_leaves, repeat, budget)
+    replay = getattr(entry.compiled, "replay", None)
+    if replay is not None:
+        row["replay"] = replay.describe()
     if not runtime.device_info().simulated:
         runtime.KERNEL_EVENTS = []
+        launch_each = getattr(entry.compiled, "run_launching", entry.compiled)  # replays record no events
         for _ in range(5):
-            entry.compiled(dev_leaves)
+            launch_each(dev_leaves)
         row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
         per_kernel: dict[str, float] = {}
         for kname, s, e in runtime.KERNEL_EVENTS:
             per_kernel[kname] = per_kernel.get(kname, 0.0) + runtime.cuda().event_elapsed_time(s, e) / 5e3
         row["kernels"] = per_kernel
         runtime.KERNEL_EVENTS = None
+        row["gemm"] = gemm_versus_cublas(entry.compiled, per_kernel)
     outs = entry.compiled(dev_leaves)
     runtime.synchronize()
     row["d2h"] = median(lambda: [runtime.to_host(o) for o in outs], repeat, budget) if outs else 0.0
@@ -150,16 +159,69 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
     return row
 
 
+def host_overhead(compiled: Any, dev_leaves: list[Any], repeat: int, budget: float) -> float:
+    """Microseconds of host time per call on device arguments: the call returns once its work is queued, so
+    the median over back-to-back calls (no synchronisation inside) is what Python costs per call."""
+    from jitgraph.backends.cuda import runtime
+
+    runtime.synchronize()
+    seconds = median(lambda: compiled(dev_leaves), repeat, budget)
+    runtime.synchronize()
+    return seconds * 1e6
+
+
+def gemm_versus_cublas(compiled: Any, per_kernel: dict[str, float]) -> tuple[float, float] | str:
+    """(ms of this graph's GEMM launches, ms of cuBLAS alone on the same products) from CUDA events, or why not.
+
+    Ours: the events of the cuBLAS calls, or of the hand-written matmul kernels where cuBLAS is not in use (their
+    fused epilogue included). cuBLAS alone: ``nvmath.linalg.advanced.Matmul`` planned once on random operands of the
+    same shapes, dtypes and layouts, timed apart with the same spin-kernel events."""
+    from jitgraph.backends.cuda import runtime
+
+    heads = [(name, plan) for name, plan in ((p.name, p) for p in compiled.plans.values()) if plan.head is not None]
+    if not heads:
+        return "no GEMM"
+    ours = sum(ms for kname, ms in per_kernel.items() for name, _ in heads
+               if kname in (f"{name}_cublas", name, f"{name}_product"))
+    try:
+        import cupy as cp
+        from nvmath.linalg import advanced
+    except Exception as exc:  # noqa: BLE001 - the cuda extra is not installed: no reference
+        return f"cuBLAS reference unavailable ({type(exc).__name__})"
+    total = 0.0
+    for _, plan in heads:
+        a, b = plan.head.inputs
+        ops = []
+        for leaf in (a, b):
+            t = leaf.tensor_type
+            x = cp.random.standard_normal(t.shape).astype(t.dtype)
+            ops.append(cp.asfortranarray(x) if getattr(t, "layout", "C") == "F" else x)
+        mm = advanced.Matmul(*ops)
+        mm.plan()
+        mm.execute()
+        runtime.KERNEL_EVENTS = []
+        for _ in range(5):
+            with runtime.timed("cublas alone"):
+                mm.execute()
+        total += runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
+        runtime.KERNEL_EVENTS = None
+        mm.free()
+    return ours, total * 1e3
+
+
 def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
     from jitgraph.backends.cuda import runtime
 
     workloads, make_inputs, bound = _workloads()
     print("\n== workloads: NumPy (CPU) vs backend='cpu' vs backend='cuda' ==")
-    print("gpu = call with device-resident arguments (kernels + launch + allocation); kernel = CUDA-event time of "
-          "the kernels alone; d2h = copying the results to the host; host-args = a call with NumPy arguments "
-          "(pays both transfers); 1st call = trace and compile, or load from the disk cache")
-    head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'kernel ms':>9} | "
-            f"{'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | {'1st call s':>10} | ok  |")
+    print("gpu = call with device-resident arguments (kernels + launch + allocation; CUDA-graph replay where it "
+          "applies); host us = host time per such call (no synchronisation); kernel = CUDA-event time of the "
+          "kernels alone (launched one by one); d2h = copying the results to the host; host-args = a call with "
+          "NumPy arguments (pays both transfers); GEMM/cuBLAS = this graph's GEMM time over cuBLAS alone on the same "
+          "products (<= 1.11 means >= 90% of cuBLAS); 1st call = trace and compile, or load from the disk cache")
+    head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'host us':>8} | "
+            f"{'kernel ms':>9} | {'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | {'vs cpu':>6} | "
+            f"{'GEMM/cuBLAS':>11} | {'1st call s':>10} | ok  |")
     print(head)
     print("|" + "|".join("-" * len(c) for c in head.split("|")[1:-1]) + "|")
     rows = []
@@ -175,13 +237,24 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
             return f"{row[key] * 1e3:.3f}" if key in row else "-"
 
         ratio = f"{row['numpy'] / row['gpu']:.1f}x" if "gpu" in row and "numpy" in row else "-"
+        vs_cpu = f"{row['cpu'] / row['gpu']:.1f}x" if "gpu" in row and "cpu" in row else "-"
+        host_us = f"{row['host_us']:.0f}" if "host_us" in row else "-"
+        gemm = row.get("gemm")
+        gemm_ratio = f"{gemm[0] / gemm[1]:.2f}" if isinstance(gemm, tuple) and gemm[1] > 0 else "-"
         first = f"{row['compile']:.2f}" if "compile" in row else "-"  # trace + compile, or load from the disk cache
         ok = {True: "yes", False: "NO"}.get(row.get("ok"), "-")
         label = f"{name} {desc}"[:34]
-        print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {ms('kernel'):>9} | "
-              f"{ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {first:>10} | {ok:<3} |")
+        print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {host_us:>8} | "
+              f"{ms('kernel'):>9} | {ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {vs_cpu:>6} | "
+              f"{gemm_ratio:>11} | {first:>10} | {ok:<3} |")
         if "note" in row:
             print(f"    {name}: {row['note']}")
+        if isinstance(gemm, tuple):
+            print(f"    {name}: GEMMs {gemm[0]:.3f} ms here, cuBLAS alone {gemm[1]:.3f} ms")
+        elif gemm and gemm != "no GEMM":
+            print(f"    {name}: {gemm}")
+        if "replay" in row:
+            print(f"    {name}: {row['replay']}")
     info = runtime.device_info()
     peak_gbps, source = _peak(info, peak)
     copy_gbps = None if info.simulated else copy_bandwidth()
@@ -257,6 +330,8 @@ def ptx_check(cc: tuple[int, int]) -> bool:
     from jitgraph.backends.cuda.backend import compile_graph
     from jitgraph.passes import run_pipeline
 
+    os.environ["JITGRAPH_CUDA_GRAPHS"] = "0"  # host arrays stand in for device arrays here: nothing to record
+    os.environ["JITGRAPH_CUDA_CUBLAS"] = "0"
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)  # device functions
     runtime.device_info = lambda: runtime.DeviceInfo(f"PTX only, sm_{cc[0]}{cc[1]}", 132, 1024, 32, False, None)
     runtime.require_cuda = lambda: None

@@ -74,7 +74,7 @@ def test_bias_folds_into_the_call_and_relu_runs_after(provider: HostGemm) -> Non
 
 def test_in_place_update_is_beta_one_with_a_transposed_operand(provider: HostGemm) -> None:
     def fn(b, h, d, w):
-        update = b.op("subtract", w, b.op("multiply", b.const(0.01), b.op("matmul", b.op("transpose", h), d)))
+        update = b.op("subtract", w, b.op("multiply", b.const(0.01), b.op("matmul", b.op("transpose", h, axes=(1, 0)), d)))
         return {"outputs": [], "mutations": [(2, update)]}
 
     g = build([((6, 8), "float32"), ((6, 5), "float32"), ((8, 5), "float32")], fn)

@@ -76,6 +76,10 @@ class CudaCompiledGraph:
         finally:
             self.lock.release()
 
+    def run_launching(self, args: Sequence[Any]) -> list[Any]:
+        """One call that launches every kernel (no graph replay): for kernel timing with CUDA events."""
+        return self._run(args, None, pooled=False)
+
     def _run(self, args: Sequence[Any], pool: BufferPool | None, pooled: bool) -> list[Any]:
         """One call launching every kernel. ``pool``: where buffers come from (a recording's own pool), else the
         graph's pool when ``pooled``; the graph's pool gets back at the end what no result shares memory with."""

@@ -8,7 +8,8 @@ transposed operand (an F-ordered view) folds into the call as cuBLAS's transpose
 
 What is folded (``match``), walking from the product along nodes that have one user and are not group outputs:
 ``alpha * (a @ b)`` (a scalar constant), then ``+ bias`` for a bias along the columns (cuBLAS's BIAS epilogue:
-computed as ``(b.T @ a.T + bias).T``, whose bias runs along rows, as cuBLAS wants), or ``+ C`` / ``C - ...`` with
+computed as ``(b.T @ a.T + bias).T``, whose bias runs along rows, as cuBLAS wants; the epilogue writes that
+result column-major, so its transpose is C-ordered), or ``+ C`` / ``C - ...`` with
 a full-shape ``C`` (``beta = 1``: the in-place parameter update ``w -= lr * (h.T @ d)``). Not folded: ReLU and
 GELU epilogues (NumPy's ``maximum`` propagates NaN, and ``gelu`` is written out in the user's code with its own
 rounding; they run in the elementwise kernel that reads the GEMM's result, like every other remaining node).
@@ -130,7 +131,7 @@ class NvmathProvider:
         operands: dict[str, Any] = {}
         if bias is not None:  # cuBLAS's bias runs along the result's rows: compute (b.T @ a.T + bias).T
             ca, cb = cb.T, ca.T
-            operands["epilog_inputs"] = {"bias": cp.asarray(bias).reshape(-1, 1)}
+            operands["epilog_inputs"] = {"bias": cp.asarray(bias).reshape(-1)}  # rank 1, length n
         if c is not None:
             operands["c"] = cp.asarray(c)
         arrays = [ca, cb] + [v for k, v in sorted(operands.items()) if k == "c"] + list(
@@ -155,9 +156,9 @@ class NvmathProvider:
                 mm.reset_operands(a=ca, b=cb, **operands, stream=stream)
                 self.plans[key] = (mm, pointers)
         result = mm.execute(stream=stream)
-        if bias is not None:
+        if bias is not None:  # the BIAS epilogue writes a column-major (n, m) result: its transpose is C-ordered
             result = result.T
-        return runtime.as_numba_device(result)
+        return runtime.as_numba_device(result, sync=False)  # stream-ordered: no host wait
 
 
 # Tests install a provider here (a NumPy one under the simulator); None means: find nvmath-python.

@@ -137,15 +137,18 @@ def row_block_threads(n_reduce: int, info: DeviceInfo) -> int:
 
 
 # ---- arrays (is_device_array and byte_range come from jitgraph.device_arrays, the facts every layer shares) --------
-def as_numba_device(value: Any) -> Any:
-    """A Numba view of a foreign device array (CuPy, torch), so kernels and copies accept it; no data moves."""
+def as_numba_device(value: Any, sync: bool = True) -> Any:
+    """A Numba view of a foreign device array (CuPy, torch), so kernels and copies accept it; no data moves.
+
+    ``sync=False`` skips Numba's wait on the stream the producer names in its interface: for results made on the
+    stream this backend launches on (a host wait per GEMM, and an error inside a CUDA-graph recording)."""
     module = cuda()
     if getattr(value, "__cuda_ndarray__", False) is True:
         return value
     if not hasattr(module, "as_cuda_array"):
         raise BackendError(f"{type(value).__name__} device arrays need a real GPU; the simulator only takes "
                            "numba.cuda arrays", hint="pass numba.cuda.to_device(...) arrays under the simulator")
-    return module.as_cuda_array(value)
+    return module.as_cuda_array(value, sync=sync)
 
 
 def transpose(value: Any, axes: tuple[int, ...] | None) -> Any:
@@ -329,7 +332,7 @@ _SPIN_BUFFER: list[Any] = []
 
 @contextlib.contextmanager
 def timed(name: str) -> Iterator[None]:
-    if KERNEL_EVENTS is None or simulated():
+    if KERNEL_EVENTS is None or simulated() or capturing():  # a recording replays without events
         yield
         return
     if not _SPIN_BUFFER:

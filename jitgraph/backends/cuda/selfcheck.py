@@ -93,27 +93,42 @@ def checks(scale: float, seed: int = 0) -> list[Check]:
             [r(mm, kk), r(kk, nn) * 0.05, r(nn)]),
         Check("softmax(x @ w)", "matmul, then row", _graph([(mm, kk), (kk, nn)], lambda b, x, w: _softmax(
             b, b.op("matmul", x, w))), [r(mm, kk), r(kk, nn) * 0.05]),
+        Check("w -= 0.01 * (h.T @ d)", "matmul, beta = 1 in place", _graph(
+            [(mm, kk), (mm, nn), (kk, nn)], lambda b, h, d, w: {"mutations": [(2, b.op("subtract", w, b.op(
+                "multiply", b.const(0.01), b.op("matmul", b.op("transpose", h, axes=(1, 0)), d))))]}),
+            [r(mm, kk), r(mm, nn), r(kk, nn)]),
         Check("adam in place", "elementwise, in place", _graph([(n,)] * 4, _adam),
               [r(n), r(n), r(n) * 0.1, np.abs(r(n)) * 0.01]),
     ]
     return out
 
 
-def run_check(check: Check, lower: Callable[[Graph], Graph]) -> tuple[bool, float, str]:
-    """(agrees, max relative error, family the backend chose) for one check on device-resident arguments;
-    ``lower`` turns the check's graph into the pipeline's output (``run_pipeline(graph)[0]``)."""
+def run_check(check: Check, lower: Callable[[Graph], Graph], calls: int = 3) -> tuple[bool, float, str, list[str]]:
+    """(agrees, max relative error, what the backend chose, why it did not use cuBLAS or replay) for one check on
+    device-resident arguments;
+    ``lower`` turns the check's graph into the pipeline's output (``run_pipeline(graph)[0]``).
+
+    The graph runs ``calls`` times on the same device arguments, each call compared with the eager interpreter
+    applied as often (mutations accumulate): on a GPU the first call runs the cuBLAS self-check, the second
+    records a CUDA graph and the third replays it, so each of those paths is checked against NumPy."""
     compiled = compile_graph(lower(check.graph), {})
     want_args = [a.copy() for a in check.args]
-    want = eager.run(check.graph, want_args)
     dev = [runtime.to_device(a) for a in check.args]
-    got = [runtime.to_host(o) for o in compiled(dev)] + [runtime.to_host(d) for d in dev]
-    want = list(want) + want_args
     worst = 0.0
     ok = True
-    for g, w in zip(got, want):
-        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
-        err = np.abs(g - w) / (np.abs(w) + 1e-3)
-        worst = max(worst, float(err.max()) if err.size else 0.0)
-        ok = ok and g.shape == w.shape and bool(np.allclose(g, w, rtol=2e-4, atol=2e-5))
-    families = ", ".join(p.family for p in compiled.plans.values())
-    return ok, worst, families
+    for _ in range(calls):
+        want = list(eager.run(check.graph, want_args)) + want_args
+        got = [runtime.to_host(o) for o in compiled(dev)] + [runtime.to_host(d) for d in dev]
+        for g, w in zip(got, want):
+            g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+            err = np.abs(g - w) / (np.abs(w) + 1e-3)
+            worst = max(worst, float(err.max()) if err.size else 0.0)
+            ok = ok and g.shape == w.shape and bool(np.allclose(g, w, rtol=2e-4, atol=2e-5))
+    chosen = ", ".join(p.family + (" (cuBLAS)" if p.gemm is not None and p.gemm.active else "")
+                       for p in compiled.plans.values())
+    if compiled.replay is not None and compiled.replay.recordings:
+        chosen += f"; replayed {compiled.replay.replays}x"
+    notes = [p.gemm.describe() for p in compiled.plans.values() if p.gemm is not None and not p.gemm.active]
+    if compiled.replay is not None and compiled.replay.reason:
+        notes.append(compiled.replay.describe())
+    return ok, worst, chosen, notes
