@@ -77,6 +77,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("verify", False, "run the IR verifier after every pass (also JITGRAPH_VERIFY=1)", "bool", _bool),
     Option("boundscheck", False, "loop drivers: Numba checks every array index (slow; for debugging)", "bool",
            _bool),
+    Option("max_trips", None, "grad/value_and_grad/vjp/jvp: the most iterations a `while` loop or a loop with "
+           "run-time bounds may make (the rows its backward saves; more raise ValueError); None: such loops "
+           "cannot be differentiated", "None or int >= 1", lambda v: v is None or _positive_int(v)),
     Option("name", "graph", "loop drivers: the generated function is `loops_<name>` (tests and benchmarks set it)",
            "an identifier", lambda v: isinstance(v, str) and v.isidentifier()),
 )}

@@ -76,7 +76,7 @@ def _where(node: Node) -> dict:
 
 def _describe_loop(node: Node) -> str:
     loc = node.loc
-    return f"{node.op} loop" + (f" at {loc}" if loc else "")
+    return ("for loop" if node.op == "loop" else "while loop") + (f" at {loc}" if loc else "")
 
 
 def augment_loop(builder: GraphBuilder, node: Node, inputs: tuple[Node, ...], max_trips: int | None = None) -> Node:

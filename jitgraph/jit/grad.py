@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.autodiff import DifferentiationError, JointGraph
 from jitgraph.autodiff.forward import jvp_graph
 from jitgraph.autodiff.loops import HISTORIES
@@ -130,13 +131,14 @@ class GradFunction(CompiledFunction):
         n_leaves = starts[-1]
         if kind == "jvp":
             tangent_types = [_leaf_type(v) for v in _flat(extra)]
-            joint = jvp_graph(graph, wrt, tangent_types, insert_at=n_leaves)
+            joint = jvp_graph(graph, wrt, tangent_types, insert_at=n_leaves, max_trips=self.max_trips)
             spec = ("tuple", (result.out_spec, _shift(result.out_spec, joint.n_forward)))
         elif kind == "vjp":
             (cotangent,) = extra
             out_spec = split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
             seeds, types = _cotangent_seeds(out_spec, cotangent)
-            joint = differentiate(graph, wrt, seeds, cotangent_types=types, insert_at=n_leaves)
+            joint = differentiate(graph, wrt, seeds, cotangent_types=types, insert_at=n_leaves,
+                                  max_trips=self.max_trips)
             counter = iter(range(joint.n_forward, 10 ** 9))
             spec = ("tuple", tuple(grad_spec(primals[p], counter) for p in positions))
         else:
@@ -147,7 +149,7 @@ class GradFunction(CompiledFunction):
                 raise DifferentiationError(f"{self.name}: the function must return a float scalar (a loss) to be "
                                            f"differentiated, not {t}", hint="reduce it first (.sum() or .mean()), "
                                            "or use jitgraph.vjp for a non-scalar output")
-            joint = differentiate(graph, wrt, [loss_spec[1]])
+            joint = differentiate(graph, wrt, [loss_spec[1]], max_trips=self.max_trips)
             counter = iter(range(joint.n_forward, 10 ** 9))
             per_arg = tuple(grad_spec(primals[p], counter) for p in positions)
             grads = per_arg[0] if isinstance(self.spec.argnums, int) else ("tuple", per_arg)
@@ -162,6 +164,11 @@ class GradFunction(CompiledFunction):
         extra_info["autodiff"] = joint
         return TraceResult(joint.graph, spec, result.guards, None, len(joint.graph.inputs), result.seconds,
                            extra_info)
+
+    @property
+    def max_trips(self) -> int | None:
+        """The bound on loops whose trip count the trace does not know (option ``max_trips``; README "Autodiff")."""
+        return config.option(self.options, "max_trips")
 
     # ---- the fallback: the joint graph, interpreted ----------------------------------------------------------
     def run_interpreted(self, *args: Any, **kwargs: Any) -> Any:

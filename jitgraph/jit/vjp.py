@@ -54,7 +54,8 @@ class SplitVJP(GradFunction):
         out_spec = split_loss(result.out_spec, True, self.name, False)[0] if self.spec.has_aux else result.out_spec
         seeds = _computed_outputs(out_spec)
         types = [graph.outputs[k].tensor_type.with_(weak=False, layout="C") for k in seeds]
-        joint = differentiate(graph, list(range(n_leaves)), seeds, cotangent_types=types, insert_at=n_leaves)
+        joint = differentiate(graph, list(range(n_leaves)), seeds, cotangent_types=types, insert_at=n_leaves,
+                              max_trips=self.max_trips)
         if not can_split(joint):
             raise NoSplit(f"{self.name}: the backward needs a loop region's values")
         parts = split(joint, n_leaves, len(types))
