@@ -1,0 +1,57 @@
+"""Issue 19 beyond the table: np.roll, tensordot, kron, ptp, append, nan_to_num, trapezoid, corrcoef, diagflat and the
+constant creators (tri, triu_indices, tril_indices, logspace, geomspace, indices), one graph each, against eager."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from tests.surface.test_lapack_histogram import one_graph
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+G = np.random.default_rng(7)
+X = G.standard_normal((3, 4))
+V = G.standard_normal(5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.roll(x, 1), lambda x: np.roll(x, -5, axis=1), lambda x: np.roll(x, (1, 2), axis=(0, 1)),
+    lambda x: np.roll(x, 2, axis=(0, 1)), lambda x: np.roll(x, 0, axis=0), lambda x: np.roll(x, 7),
+    lambda x: np.tensordot(x, x), lambda x: np.tensordot(x, x, axes=([1], [1])), lambda x: np.tensordot(x, x, 0),
+    lambda x: np.tensordot(x[None], x, axes=((1, 2), (0, 1))), lambda x: np.kron(x, np.eye(2)),
+    lambda x: np.kron(x[0], x), lambda x: np.kron(2.0, x), lambda x: np.ptp(x), lambda x: np.ptp(x, axis=0),
+    lambda x: np.ptp(x, axis=1, keepdims=True), lambda x: np.append(x, x[0]), lambda x: np.append(x, x, axis=0),
+    lambda x: np.trapezoid(x), lambda x: np.trapezoid(x, dx=0.5, axis=0), lambda x: np.trapezoid(x, np.arange(4.0) ** 2),
+    lambda x: np.trapezoid(x, x ** 2, axis=0), lambda x: np.corrcoef(x), lambda x: np.corrcoef(x, rowvar=False),
+    lambda x: np.corrcoef(x[0]), lambda x: np.diagflat(x), lambda x: np.diagflat(x[0], -1),
+    lambda x: x[np.triu_indices(3, 1)[0]] * np.tri(3, 4, dtype=np.float32),
+    lambda x: x[np.tril_indices(3)] + np.logspace(0, 2, 6) + np.geomspace(1, 8, 6), lambda x: np.indices((2, 3)) * x[0, 0],
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_composites_match_numpy(call, dtype) -> None:
+    one_graph(call, ((X * 3).astype(dtype),))
+
+
+def test_nan_to_num() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0])
+    for dtype in (np.float64, np.float32):
+        one_graph(np.nan_to_num, (x.astype(dtype),))
+        one_graph(lambda v: np.nan_to_num(v, nan=-1.0, posinf=9.0), (x.astype(dtype),))
+    one_graph(np.nan_to_num, (np.arange(3),))
+
+
+def test_errors_are_numpys() -> None:
+    one_graph(lambda x: np.tensordot(x, x.T), (X,), graphs=None)  # shape-mismatch for sum
+    one_graph(lambda x: np.roll(x, 1, axis=3), (X,), graphs=None)  # AxisError
+    one_graph(lambda x: np.roll(x, (1, 2, 3), axis=(0, 1)), (X,), graphs=None)  # shapes do not broadcast
+    one_graph(lambda x: np.tri(-1.5) + x[0, 0], (X,), graphs=None)
+
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+                  elements=st.floats(-10, 10)), st.integers(-6, 6), st.data())
+def test_roll_matches_numpy(x, shift, data) -> None:
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    one_graph(lambda v: np.roll(v, shift, axis=axis), (x,))
