@@ -57,4 +57,4 @@ def test_gpu_check_script_runs_in_the_simulator() -> None:
     out = _python("", sim=True, timeout=300, args=["scripts/gpu_check.py", "--sim", "--skip-workloads"])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "kernel families all agree" in out.stdout
-    assert out.stdout.count(" ok   ") == 10
+    assert out.stdout.count(" ok   ") == 11
