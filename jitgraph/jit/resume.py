@@ -30,7 +30,7 @@ import numpy as np
 
 from jitgraph.backends.base import CompiledGraph, KernelSource, get_backend
 from jitgraph.backends.eager import evaluate
-from jitgraph.config import OPTIONS
+from jitgraph.config import OPTIONS, env_flag
 from jitgraph.errors import JitgraphError
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.jit.effects import FAST, raise_policy, restore, snapshot
@@ -154,12 +154,25 @@ class _Variant:
         self.check = result.guards.compile()
         self.children: list[_Variant] = []
         self.parts: dict[int, CompiledGraph] = {}
+        self.steps: dict[int, Any] = {}
         self.lowered: dict[int, Graph] = {}
         self.replay = False  # the child reads a value its ancestors did not output: rerun its own segments
         self.build: Any = None
         self.policy = FAST
         if self.pending is None:
             self.build = owner.result_builder(result)
+
+    def step(self, s: int) -> tuple[CompiledGraph, list[int], list[int], _CutCall, bool]:
+        """Segment ``s`` ready to run: its compiled graph, the positions it reads and writes in the call's values,
+        the call after it, and whether it is the last."""
+        step = self.steps.get(s)
+        if step is None:
+            segment = self.plan.segments[s]
+            last = s == len(self.plan.segments) - 1 and self.pending is None
+            call = None if last else _CutCall(self.plan.cuts[s], self.result.guards.constants, self.pos)
+            step = self.steps[s] = (self.part(s), [self.pos[n] for n in segment.carried],
+                                    [self.pos[n] for n in segment.produced], call, last)
+        return step
 
     def part(self, s: int) -> CompiledGraph:
         part = self.parts.get(s)
@@ -172,6 +185,41 @@ class _Variant:
             if s == len(self.plan.segments) - 1 and self.pending is None:
                 self.policy = raise_policy(graph, self.result.extra.get("may_raise"))
         return part
+
+
+class _CutCall:
+    """A cut's call with its argument builders made once: reads its arguments from the call's values (by
+    position), and stores its result there for the next segment."""
+
+    def __init__(self, cut: Cut, constants: list[Any], pos: dict[Node, int]) -> None:
+        self.cut, self.constants = cut, constants
+        self.args = [build_output(s, constants) for s in cut.arg_specs]
+        self.kwargs = {k: build_output(s, constants) for k, s in cut.kw_specs.items()}
+        self.arg_pos = [pos[n] for n in cut.arg_nodes]
+        self.result_pos = [pos[n] for n in cut.results]
+        self.method = compile(cut.callee[1], "<jitgraph eager call>", "eval") if cut.callee[0] == "method" else None
+
+    def __call__(self, env: dict[int, Any]) -> Any:
+        values = [env[p] for p in self.arg_pos]
+        args = [a(values, None, (), None) for a in self.args]
+        kwargs = {k: a(values, None, (), None) for k, a in self.kwargs.items()} if self.kwargs else {}
+        if self.method is not None:  # a logger or generator read from a global: the object of this call
+            fn = getattr(eval(self.method, {"K": self.constants}), self.cut.callee[2])
+        else:
+            fn = self.cut.callee[1]
+        return fn(*args, **kwargs)
+
+    def store(self, result: Any, env: dict[int, Any]) -> None:
+        positions = self.result_pos
+        if not positions:
+            return
+        if len(positions) == 1 and type(result) is not tuple:
+            env[positions[0]] = result
+            return
+        parts = list(result)
+        if len(parts) != len(positions):
+            raise ResumeError(f"{self.cut.reason}: the call returned {len(parts)} values, not {len(positions)}")
+        env.update(zip(positions, parts))
 
 
 class _Done:
@@ -226,40 +274,47 @@ class ResumableArtifact:
         return _Deferred(self, leaves)
 
     def run(self, leaves: list[Any], args: tuple, kwargs: dict[str, Any]) -> _Done:
-        node, s, env, vleaves, impure = self.root, 0, {}, leaves, False
+        """Run the call. A segment that fails to compile or raises before anything eager with an effect has run
+        (a print, a draw) makes the call rerun eagerly: NumPy then raises its own exception, or the result is
+        NumPy's (the segments are pure up to the last one, which undoes its writes when it raises)."""
+        impure = [False]
+        try:
+            return self._run(leaves, args, kwargs, impure)
+        except ResumeError:
+            raise
+        except Exception as exc:
+            if impure[0]:
+                raise
+            result = self._eager(args, kwargs)  # NumPy's exception, if it raises, is the caller's
+            if env_flag("JITGRAPH_STRICT"):
+                raise
+            log.warning("jitgraph: a resumed segment of %s failed (%s: %s); the call ran eagerly",
+                        getattr(self.fn, "__qualname__", self.fn), type(exc).__name__, exc)
+            return _Done(None, None, [], result)
+
+    def _run(self, leaves: list[Any], args: tuple, kwargs: dict[str, Any], impure: list[bool]) -> _Done:
+        node, s, env, vleaves = self.root, 0, {}, leaves
         while True:
-            segments = node.plan.segments
-            segment = segments[s]
-            last = s == len(segments) - 1 and node.pending is None
-            part = node.part(s)
-            inputs = vleaves + [env[node.pos[n]] for n in segment.carried]
+            part, carried, produced, call, last = node.step(s)
+            inputs = vleaves + [env[p] for p in carried] if carried else vleaves
             if last:
-                return self._finish(node, part, inputs, vleaves, impure, args, kwargs)
-            outs = part(inputs)
-            env.update((node.pos[n], v) for n, v in zip(segment.produced, outs))
-            cut = node.plan.cuts[s]
-            if cut is node.pending:
-                value = call_cut(cut, node.result.guards.constants, {n: env[node.pos[n]] for n in cut.arg_nodes})
-                found = self._child(node, cut, value, args, kwargs, impure)
+                return self._finish(node, part, inputs, vleaves)
+            env.update(zip(produced, part(inputs)))
+            value = call(env)
+            if call.cut is node.pending:
+                found = self._child(node, call.cut, value, args, kwargs, impure[0], vleaves)
                 if found is None:
                     return _Done(None, None, [], self._eager(args, kwargs))
                 node, vleaves = found
-                child_cut = node.plan.cuts[s]
-                if child_cut.results:
-                    store_results(child_cut, value, env, node.pos.__getitem__)
+                node.step(s)[3].store(value, env)  # the child's cut: where its result is read
                 if node.replay:
                     self._replay(node, s, vleaves, env)
             else:
-                constants = node.result.guards.constants
-                local = {n: env[node.pos[n]] for n in cut.arg_nodes}
-                result = call_cut(cut, constants, local)
-                impure = impure or not cut.pure
-                if cut.results:
-                    store_results(cut, result, env, node.pos.__getitem__)
+                impure[0] = impure[0] or not call.cut.pure
+                call.store(value, env)
             s += 1
 
-    def _finish(self, node: _Variant, part: CompiledGraph, inputs: list[Any], vleaves: list[Any], impure: bool,
-                args: tuple, kwargs: dict[str, Any]) -> _Done:
+    def _finish(self, node: _Variant, part: CompiledGraph, inputs: list[Any], vleaves: list[Any]) -> _Done:
         """The last segment: it writes the arguments; a raise after a write is undone and, when nothing eager has
         happened, the call reruns eagerly, so NumPy makes its own effects in its own order (jit/effects.py)."""
         if node.policy == FAST:
@@ -269,10 +324,8 @@ class ResumableArtifact:
         try:
             return _Done(part(inputs), node, vleaves)
         except Exception:
-            restore(saved)
-            if impure:
-                raise
-            return _Done(None, None, [], self._eager(args, kwargs))
+            restore(saved)  # then ``run`` reruns the call eagerly, where that is exact
+            raise
 
     def _eager(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         def plain(v: Any) -> Any:
@@ -281,7 +334,7 @@ class ResumableArtifact:
         return self.fn(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
 
     def _child(self, node: _Variant, cut: Cut, value: Any, args: tuple, kwargs: dict[str, Any],
-               impure: bool) -> tuple[_Variant, list[Any]] | None:
+               impure: bool, leaves: list[Any]) -> tuple[_Variant, list[Any]] | None:
         """The variant resumed with ``value`` at ``cut`` whose guards pass (traced now if there is none), with its
         leaves; None where the call runs eagerly instead."""
         key = observe(cut.data or "", value)
@@ -291,7 +344,7 @@ class ResumableArtifact:
             if child.key == key:
                 extra = child.check(args, kwargs)
                 if extra is not None:
-                    return child, self._leaves(args, kwargs, extra)
+                    return child, leaves[:self.n_key] + extra
         with self._lock:
             if len(node.children) >= self.cache_limit:
                 why = f"{cut.reason}: {len(node.children)} values seen at {cut.filename}:{cut.lineno}, the limit"
@@ -316,12 +369,8 @@ class ResumableArtifact:
             node.children.append(child)
             log.info("jitgraph: %s resumed after %s:%s for a new value (%s)", getattr(self.fn, "__qualname__", ""),
                      cut.filename, cut.lineno, key)
-        return child, self._leaves(args, kwargs, extra)
+        return child, leaves[:self.n_key] + extra
 
-    def _leaves(self, args: tuple, kwargs: dict[str, Any], extra: list[Any]) -> list[Any]:
-        leaves: list[Any] = []
-        make_key(args, kwargs, leaves)
-        return leaves + extra
 
     @staticmethod
     def _reads_only_outputs(parent: _Variant, child: _Variant, cut: Cut) -> bool:
@@ -412,7 +461,7 @@ def explain_lines(artifact: ResumableArtifact) -> list[str]:
 def describe_key(key: Any) -> str:
     if type(key) is bool:
         return f"the branch {'taken' if key else 'not taken'}"
-    return ", ".join(f"{t.dtype}{list(t.shape)}" for t, _ in key)
+    return ", ".join(f"{dtype}{list(shape)}" for shape, dtype, _ in key)
 
 
 __all__ = ["ResumableArtifact", "ResumeError", "build_result", "complete"]

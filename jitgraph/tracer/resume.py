@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jitgraph.ir.graph import Node
-from jitgraph.ir.types import SUPPORTED_DTYPES, type_of
+from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType
 from jitgraph.tracer.split import NOT_CUT, Cut, passable, spec_of
 from jitgraph.tracer.values import Buffer, TArray
 
@@ -52,7 +52,7 @@ class Retry(BaseException):
 @dataclass
 class ResumeState:
     """What one trace knows about its data-dependent cuts: the observations for the first ones (from the
-    driver), in trace order. An array observation is a tuple of ``(TensorType, kind)`` per part; a branch's is a
+    driver), in trace order. An array observation is a tuple of ``(shape, dtype, kind)`` per part; a branch's is a
     bool."""
 
     observed: tuple = ()
@@ -146,13 +146,13 @@ def _array_cut(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
     if type(parts) is not tuple or not parts:
         tx.graph_break("resumed trace: the observation for a data-dependent call is not a list of arrays (internal)")
     state.count += 1
-    results = [tx.builder.input(t, f"{reason.split(':')[0]} result" + (f"[{i}]" if len(parts) > 1 else ""))
-               for i, (t, _) in enumerate(parts)]
+    results = [tx.builder.input(TensorType(shape, dtype), f"{reason.split(':')[0]} result"
+                                + (f"[{i}]" if len(parts) > 1 else "")) for i, (shape, dtype, _) in enumerate(parts)]
     tx.cuts.append(Cut(len(tx.builder.nodes) - len(results), ("const", fn), arg_specs, kw_specs, nodes, results[0],
                        None, reason, tx.filename, tx.lineno, pure=True, more_results=results[1:], data="array",
                        observation=parts))
     values = [TArray(Buffer(r), (), "array") for r in results]
-    return tuple(values) if parts[0][1] == "tuple" else values[0]
+    return tuple(values) if parts[0][2] == "tuple" else values[0]
 
 
 def _suspend(tx: TraceContext, fn: Any, arg_specs: tuple, nodes: list[Node], reason: str, data: str,
@@ -183,16 +183,21 @@ def live_nodes(tx: TraceContext) -> list[Node]:
 
 
 def observe(data: str, value: Any) -> Any:
-    """The observation key of an eager result: a bool for a branch; for a call, ``(TensorType, kind)`` per part,
-    where kind is ``"tuple"`` on the first part of a tuple result. None when the result is not something the
-    resumed trace can read (not an ndarray of a supported dtype)."""
+    """The observation key of an eager result: a bool for a branch; for a call, ``(shape, dtype, kind)`` per part,
+    where kind is ``"tuple"`` for the parts of a tuple result. None when the result is not something the resumed
+    trace can read (an ndarray of a supported dtype, C-contiguous as a fresh array is). Cheap: it is computed on
+    every call."""
     if data == "branch":
         return bool(value)
-    parts = list(value) if type(value) is tuple else [value]
-    if not parts or not all(type(p) is np.ndarray and p.dtype in SUPPORTED_DTYPES for p in parts):
+    if type(value) is np.ndarray:
+        if value.dtype not in SUPPORTED_DTYPES or not value.flags.c_contiguous:
+            return None
+        return ((value.shape, value.dtype, "array"),)
+    if type(value) is not tuple or not value:
         return None
-    kind = "tuple" if type(value) is tuple else "array"
-    return tuple((type_of(p), kind) for p in parts)
+    if not all(type(p) is np.ndarray and p.dtype in SUPPORTED_DTYPES and p.flags.c_contiguous for p in value):
+        return None
+    return tuple((p.shape, p.dtype, "tuple") for p in value)
 
 
 __all__ = [

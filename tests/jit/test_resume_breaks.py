@@ -35,7 +35,7 @@ def _same(expected, actual, path="result"):
     elif type(expected) is float:
         assert actual == pytest.approx(expected, rel=1e-12, abs=1e-12, nan_ok=True), path
     else:
-        assert expected == actual or (expected != expected and actual != actual), f"{path}: {actual} != {expected}"
+        assert expected == actual, f"{path}: {actual} != {expected}"
 
 
 def _against_eager(fn, calls, method=None):
@@ -147,7 +147,27 @@ class Tracker:
         return self.w * 2.0
 
 
+def printed_then_masked(x):
+    y = x + 1.0
+    print("step", y.shape)
+    big = y[y > 1.0]
+    return big.mean() if big.size else y.sum()
+
+
+def written_then_masked(x):
+    x *= 2.0  # an argument written before the break, read after it
+    kept = x[x > 0]
+    return kept.sum(), x
+
+
+def divides_by_count(x):
+    kept = x[x > 0]
+    return float(kept.sum()) / kept.size  # ZeroDivisionError (Python numbers) when nothing is kept
+
+
 CALLS = {
+    "printed_then_masked": (printed_then_masked, [(_data(s),) for s in (1, 2, 3)]),
+    "written_then_masked": (written_then_masked, [(_data(s),) for s in (1, 2, 3)]),
     "mask_read": (mask_read, [(_data(s),) for s in (1, 2, 3)]),
     "unique_counts": (unique_counts, [(_data(s),) for s in (1, 2, 3)]),
     "nonzero_mean": (nonzero_mean, [(_data(s), np.zeros(4)) for s in (1, 2, 3)]),
@@ -164,6 +184,22 @@ def test_break_kind_against_eager(name) -> None:
     fn, calls = CALLS[name]
     compiled = _against_eager(fn, calls)
     _split_no_fallback(compiled)
+
+
+def test_exception_after_the_break_is_eagers(capsys) -> None:
+    compiled = jitgraph.compile(divides_by_count)
+    _same(divides_by_count(_data(1)), compiled(_data(1)))
+    with pytest.raises(ZeroDivisionError):
+        divides_by_count(-np.abs(_data(2)))
+    with pytest.raises(ZeroDivisionError):
+        compiled(-np.abs(_data(2)))
+
+
+def test_print_runs_once_per_call(capsys) -> None:
+    compiled = jitgraph.compile(printed_then_masked)
+    for s in (1, 2, 3):
+        compiled(_data(s))
+    assert capsys.readouterr().out == "step (12,)\n" * 3
 
 
 def test_object_state_and_both_branches() -> None:
