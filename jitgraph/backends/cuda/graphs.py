@@ -31,6 +31,7 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends.cuda import compiler, runtime
 from jitgraph.backends.cuda.pool import BufferPool
+from jitgraph.device_arrays import device_array_facts
 
 MAX_RECORDINGS = 4
 
@@ -162,8 +163,9 @@ class Replay:
         """The recording key of a call, or None when the call cannot replay (host arrays, unknown values)."""
         parts: list[Any] = []
         for a in args:
-            if runtime.is_device_array(a):
-                parts.append((runtime.device_pointer(a), tuple(a.shape), tuple(a.strides), a.dtype.str))
+            facts = device_array_facts(a)  # Numba, CuPy or torch arrays alike (their interface, not attributes)
+            if facts is not None:
+                parts.append((runtime.device_pointer(a), facts[0], facts[2], facts[1].str))
             elif isinstance(a, bool | int | float | complex | np.generic) or a is None:
                 parts.append((type(a), a))
             else:

@@ -251,10 +251,23 @@ def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: lis
         if not log.execute:
             return
     stream = current_stream()
-    if stream == 0:
-        kernel[grid, block](*args)
-    else:
-        kernel[grid, block, stream](*args)
+    if simulated():  # the simulator's kernel object is configured in place: no caching
+        if stream == 0:
+            kernel[grid, block](*args)
+        else:
+            kernel[grid, block, stream](*args)
+        return
+    key = (id(kernel), grid, block, id(stream))
+    configured = _CONFIGURED.get(key)
+    if configured is None:  # Numba builds a configuration object per kernel[...]: once per launch shape here
+        configured = kernel[grid, block] if stream == 0 else kernel[grid, block, stream]
+        _CONFIGURED[key] = configured
+        _CONFIGURED_KEEP.append((kernel, stream))  # ids stay unique while the objects are alive
+    configured(*args)
+
+
+_CONFIGURED: dict[tuple[int, tuple[int, ...], tuple[int, ...], int], Any] = {}
+_CONFIGURED_KEEP: list[tuple[Any, Any]] = []
 
 
 def log_library_call(name: str) -> None:
@@ -293,6 +306,13 @@ def to_host(value: Any) -> Any:
 
 def synchronize() -> None:
     cuda().synchronize()
+
+
+def copy_stream() -> Any:
+    """The stream for asynchronous host<->device copies: the current one, or the legacy default stream as a
+    stream object (Numba copies synchronously when given the integer 0)."""
+    stream = current_stream()
+    return stream if stream != 0 else cuda().legacy_default_stream()
 
 
 def device_pointer(value: Any) -> int:

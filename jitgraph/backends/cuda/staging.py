@@ -53,11 +53,7 @@ class Staging:
             return runtime.to_device(value)
         np.copyto(pinned, value)
         dev = pool.take(value.shape, value.dtype) if pool is not None else runtime.empty(value.shape, value.dtype)
-        stream = runtime.current_stream()
-        if stream == 0:
-            dev.copy_to_device(pinned)
-        else:
-            dev.copy_to_device(pinned, stream=stream)
+        dev.copy_to_device(pinned, stream=runtime.copy_stream())  # asynchronous: the host goes on
         self.pending = True
         return dev
 
@@ -72,12 +68,9 @@ class Staging:
         pinned = self._buffer(slot, tuple(dev.shape), dev.dtype)
         if pinned is None:
             return runtime.to_host(dev)
-        stream = runtime.current_stream()
-        if stream == 0:
-            dev.copy_to_host(pinned)
-        else:
-            dev.copy_to_host(pinned, stream=stream)
-            stream.synchronize()
+        stream = runtime.copy_stream()
+        dev.copy_to_host(pinned, stream=stream)
+        stream.synchronize()  # every earlier upload and launch on the stream has finished too
         self.pending = False
         return pinned.copy()
 
