@@ -40,7 +40,7 @@ from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.keys import make_key
 from jitgraph.tracer.outputs import build_output
 from jitgraph.tracer.resume import observe
-from jitgraph.tracer.split import Cut, dry_draw
+from jitgraph.tracer.split import Cut, SplitPlan, dry_draw
 from jitgraph.tracer.trace import TraceResult, trace
 
 log = logging.getLogger("jitgraph.breaks")
@@ -80,6 +80,18 @@ def complete(fn: Any, args: tuple, kwargs: dict[str, Any], first: TraceResult) -
         chain.append(nxt)
     first.extra["resume_chain"] = chain[1:]
     return first
+
+
+def first_path(first: TraceResult) -> SplitPlan:
+    """The segments and cuts the traced call went through: the first trace's up to its pending cut, then each
+    resumed trace's after its parent's."""
+    plan = first.extra["split"]
+    segments, cuts = list(plan.segments), list(plan.cuts)
+    for result in first.extra.get("resume_chain", []):
+        start = len(cuts)
+        segments += result.extra["split"].segments[start:]
+        cuts += result.extra["split"].cuts[start:]
+    return SplitPlan(segments, cuts)
 
 
 def _broken(result: TraceResult, reason: str, cut: Cut) -> TraceResult:
@@ -464,4 +476,4 @@ def describe_key(key: Any) -> str:
     return ", ".join(f"{dtype}{list(shape)}" for shape, dtype, _ in key)
 
 
-__all__ = ["ResumableArtifact", "ResumeError", "build_result", "complete"]
+__all__ = ["ResumableArtifact", "ResumeError", "build_result", "complete", "first_path"]

@@ -28,7 +28,7 @@ from jitgraph.ir.graph import Graph
 from jitgraph.jit.backend_choice import check_device_backend, resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.device_outputs import device_outputs
-from jitgraph.jit.resume import ResumableArtifact, build_result, complete
+from jitgraph.jit.resume import ResumableArtifact, build_result, complete, first_path
 from jitgraph.jit.split_run import LoweredSegments, SplitArtifact, lower_segments
 from jitgraph.passes import PassReport, run_pipeline
 from jitgraph.tracer import dynamic_ints
@@ -145,7 +145,7 @@ class Traced:
         graph = self.result.graph
         assert graph is not None
         log_graph.debug("jitgraph: traced graph of %s:\n%s", self.name, graph)
-        plan = self.split
+        plan = self.result.extra.get("split")
         if plan is not None:  # a graph per segment, the eager calls between them (split_run.py)
             segments = lower_segments(plan, self.options)
             return Lowered(self, segments.graphs[-1], segments.reports[-1], segments.seconds, segments)
@@ -155,8 +155,11 @@ class Traced:
 
     @property
     def split(self) -> SplitPlan | None:
-        """The segments and eager calls of a trace cut at print/logging/np.random calls (``tracer/split.py``)."""
-        return None if self.brk is not None else self.result.extra.get("split")
+        """The segments and eager calls of a trace cut at print/logging/np.random calls (``tracer/split.py``); for
+        one resumed after data-dependent breaks, those the traced call went through (``jit/resume.py``)."""
+        if self.brk is not None:
+            return None
+        return first_path(self.result) if self.resumable else self.result.extra.get("split")
 
     @property
     def resumable(self) -> bool:

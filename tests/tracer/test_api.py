@@ -20,7 +20,7 @@ def double(x):
 
 def branchy(x):
     y = np.exp(x)
-    if y.sum() > 1:  # a data-dependent branch with an early return still breaks (a plain one becomes a cond)
+    if y.sum() > 1:  # a data-dependent branch with an early return: split, the rest traced per value seen
         return y - 1
     return y
 
@@ -68,11 +68,11 @@ def test_explain_on_a_captured_function():
     assert np.isfinite(result.output)
 
 
-def test_explain_on_a_break():
+def test_explain_on_a_data_dependent_split():
     x = np.ones(3)
     result = jitgraph.explain(branchy, backend="eager")(x)
-    assert result.graph_count == 0
-    (reason,) = result.break_reasons
+    assert result.graph_count == 2 and not result.break_reasons  # up to the branch, and the path taken
+    (reason,) = result.split_reasons
     assert reason.filename == __file__ and reason.lineno == branchy.__code__.co_firstlineno + 2
     assert "data-dependent" in reason.reason
     assert f"{__file__}:{reason.lineno}" in str(result)
@@ -122,8 +122,13 @@ def test_callable_object_can_be_compiled():
     assert len(f.graphs()) == 1
 
 
+def listed(x):
+    y = np.exp(x)
+    return y.tolist()
+
+
 def test_break_messages_show_the_source_line():
-    result = jitgraph.explain(branchy, backend="eager")(np.ones(3))
-    assert "if y.sum() > 1:" in str(result)
-    with pytest.raises(GraphBreakError, match=r"if y\.sum\(\) > 1:"):
+    result = jitgraph.explain(listed, backend="eager")(np.ones(3))
+    assert "return y.tolist()" in str(result)
+    with pytest.raises(GraphBreakError, match=r"if y\.sum\(\) > 1:"):  # a split is an error under fullgraph
         jitgraph.compile(branchy, backend="eager", fullgraph=True)(np.ones(3))
