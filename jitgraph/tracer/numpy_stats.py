@@ -280,6 +280,28 @@ def _histogram(tx: TraceContext, a: Any, bins: Any = 10, range: Any = None, dens
     return tuple(tx.fresh(tx.op("tuple_get", node, index=k), "array") for k in (0, 1))
 
 
+# ---- median, quantile, percentile: one graph op run by NumPy (jitgraph/ir/ops/quantile.py) -------------------------
+def _order_statistic(fn: str) -> Any:
+    def lowering(tx: TraceContext, a: Any, *args: Any, axis: Any = None, out: Any = None,
+                 overwrite_input: bool = False, method: str = "linear", keepdims: bool = False, **kwargs: Any) -> Any:
+        with_q = "median" not in fn
+        if len(args) > (1 if with_q else 0) or (with_q and not args):
+            tx.graph_break(f"np.{fn}: axis, out and the rest are traced as keywords only")
+        if out is not None or kwargs or not isinstance(method, str) or contains_tarray([axis, keepdims]):
+            tx.graph_break(f"np.{fn} with out=, weights=, interpolation= or arguments computed from array data")
+        x = as_array(tx, a)
+        axes = None if axis is None else axes_arg(tx, axis, tx.type_of(x).ndim, fn)
+        operands = [tx.read(x)] + ([tx.read(as_array(tx, args[0]))] if with_q else [])
+        node = tx.op("quantile", *operands, fn=fn, axis=axes, keepdims=bool(keepdims), method=method)
+        return tx.result(node)
+
+    return lowering
+
+
+for _fn in ("median", "quantile", "percentile", "nanmedian", "nanquantile", "nanpercentile"):
+    TABLE.functions[getattr(np, _fn)] = _order_statistic(_fn)
+
+
 TABLE.note("out=; runs through NumPy (never inside a kernel or loop body)", np.cumsum, np.cumprod, ".cumsum",
            ".cumprod")
 TABLE.note("prepend=, append=", np.diff)
@@ -292,5 +314,7 @@ TABLE.note("returns a NumPy intp where NumPy returns a Python int (no axis)", np
 TABLE.note("out=; mode other than 'raise'", np.take, ".take")
 TABLE.note("sections computed from array data", np.split, np.array_split)
 TABLE.note("views (copy=False) are copies' values without the aliasing", np.meshgrid)
+TABLE.note("out=, overwrite_input=, weights=; runs through NumPy (never inside a kernel or loop body)", np.median,
+           np.quantile, np.percentile, np.nanmedian, np.nanquantile, np.nanpercentile)
 TABLE.note("bins given as a string ('auto', ...: a number of bins chosen by the data); runs through NumPy (never "
            "inside a kernel or loop body)", np.histogram)

@@ -545,6 +545,19 @@ def histogram_test() -> None:
         eager.run(graph, [np.array([0.0, np.nan] * 15)])
 
 
+@cases_for("quantile")
+def quantile_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    for i, dtype in enumerate(DTYPES):
+        x = sample((3, 4), dtype, rng, LAYOUTS[i % 3])
+        yield Case((x,), lambda v: np.median(v, axis=(0,)), {"fn": "median", "axis": (0,)})
+        yield Case((x, np.array([0.1, 0.9])), lambda v, q: np.quantile(v, q, axis=None, keepdims=True),
+                   {"fn": "quantile", "axis": None, "keepdims": True})
+    x = rng.standard_normal((4, 5))
+    yield Case((x, 30.0), lambda v, q: np.percentile(v, q, axis=(1,), method="nearest"),
+               {"fn": "percentile", "axis": (1,), "method": "nearest"})
+    yield Case((x, np.array(1.5)), lambda v, q: np.quantile(v, q), {"fn": "quantile"})  # q > 1: ValueError at run
+
+
 CUSTOM.update({"eigh": lapack_tuple_test, "svd": lapack_tuple_test, "histogram": histogram_test})
 
 
@@ -576,7 +589,7 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
         OpKind.LAPACK: {"solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort", "cumsum", "cumprod",
-                          "searchsorted", "histogram"},
+                          "searchsorted", "histogram", "quantile"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
         OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]

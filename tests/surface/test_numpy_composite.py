@@ -55,3 +55,31 @@ def test_errors_are_numpys() -> None:
 def test_roll_matches_numpy(x, shift, data) -> None:
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     one_graph(lambda v: np.roll(v, shift, axis=axis), (x,))
+
+
+# ---- median, quantile, percentile (one op run by NumPy) ----------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    np.median, lambda x: np.median(x, axis=0), lambda x: np.median(x, axis=(0, 1), keepdims=True),
+    lambda x: np.percentile(x, [5, 50, 95], axis=1), lambda x: np.quantile(x, 0.25, method="nearest"),
+    lambda x: np.quantile(x, np.array([[0.1], [0.7]]), axis=-1, keepdims=True),
+    lambda x: np.nanmedian(np.where(x > 0.5, np.nan, x), axis=1), lambda x: np.nanpercentile(x, 40),
+    lambda x: x - np.median(x, axis=0), lambda x: np.percentile(x, np.abs(x[0, 0]) * 10),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_order_statistics_match_numpy(call, dtype) -> None:
+    one_graph(call, ((X * 3).astype(dtype),), backend="cpu")
+
+
+def test_order_statistic_errors_are_numpys() -> None:
+    one_graph(lambda x: np.quantile(x, 1.5), (X,), graphs=None)  # ValueError: quantiles must be in [0, 1]
+    one_graph(lambda x: np.percentile(x, x[0, 0] * 1000), (X,), (X * 0,))  # q from the data: checked at run time
+    one_graph(lambda x: np.median(x, axis=2), (X,), graphs=None)  # AxisError
+    one_graph(lambda x: np.quantile(x, 0.5, method="nope"), (X,), graphs=None)
+
+
+@given(hnp.arrays(st.sampled_from([np.float64, np.float32]), hnp.array_shapes(min_dims=1, max_dims=3, min_side=1,
+                                                                              max_side=5),
+                  elements=st.floats(-100, 100, width=32)), st.floats(0, 1), st.data())
+def test_quantile_matches_numpy(x, q, data) -> None:
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    one_graph(lambda v: (np.quantile(v, q, axis=axis), np.median(v, axis=axis)), (x,))
