@@ -17,8 +17,13 @@ backward reads is a minimum s-t cut in a graph where each forward value is an ed
 After the max flow, values whose ``v_in`` the source still reaches and whose ``v_out`` it does not are the saved
 ones; forward values on the sink side that the backward needs are recomputed from them.
 
-The joint graph runs as one graph today, so the cut is what ``explain`` reports (and what a split forward /
-backward execution would keep); the fusing backend already keeps the values it can in registers.
+:func:`apply_cut` rebuilds the joint graph at the cut: the backward reads the saved values (and the arguments) and
+recomputes the rest next to where it needs them. In one joint graph the common-subexpression pass merges a
+recomputation with its forward original wherever the forward still uses that value (it is in memory anyway, so
+reading it is as cheap as recomputing it); what changes is the values only the backward reads: they are computed
+in the backward, from saved values, instead of being kept alive from the forward (the memory plan frees what they
+were computed from, and the fusion plan puts them in the backward's kernels). ``vjp`` splits the graph at the same
+cut (:mod:`jitgraph.autodiff.split`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import collections
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from jitgraph.ir.graph import Node
+from jitgraph.ir.graph import Graph, Node, eliminate_dead
 from jitgraph.ir.types import TensorType
 
 INF = float("inf")
@@ -136,3 +141,38 @@ def _reachable(cap: dict[tuple, dict[tuple, float]], source: tuple) -> set[tuple
                 seen.add(b)
                 stack.append(b)
     return seen
+
+
+def apply_cut(graph: Graph, backward: set[Node], cut: Cut, kinds: dict[str, str]
+              ) -> tuple[Graph, dict[Node, Node]] | None:
+    """``graph`` with every node of ``backward`` that reads a value of ``cut.recomputed`` reading a recomputation of
+    it instead (built from saved values, arguments and constants, just before its first reader), and the backward
+    nodes rebuilt for that (old -> new); None when the cut has nothing to recompute, or would recompute a value
+    that is not cheap (the cut never does: a guard)."""
+    recomputed = set(cut.recomputed)
+    if not recomputed or not all(recomputable(n, kinds.get(n.op, "")) for n in recomputed):
+        return None
+    clones: dict[Node, Node] = {}
+    nodes: list[Node] = []
+    renamed: dict[Node, Node] = {}
+
+    def clone(n: Node) -> Node:
+        if n not in recomputed:
+            return n
+        if n not in clones:
+            inputs = tuple(clone(i) for i in n.inputs)
+            clones[n] = Node(n.op, inputs, n.type, n.attrs, n.regions, n.loc)
+            nodes.append(clones[n])
+        return clones[n]
+
+    for n in graph.nodes:
+        if n in backward:
+            inputs = tuple(clone(i) if i in recomputed else renamed.get(i, i) for i in n.inputs)
+            if inputs != n.inputs:
+                renamed[n] = Node(n.op, inputs, n.type, n.attrs, n.regions, n.loc)
+                n = renamed[n]
+        nodes.append(n)
+    outputs = [renamed.get(o, o) for o in graph.outputs]
+    mutations = [(i, renamed.get(v, v)) for i, v in graph.mutations]
+    return eliminate_dead(Graph(tuple(nodes), graph.inputs, tuple(outputs), tuple(mutations),
+                                graph.input_names)), renamed

@@ -21,8 +21,8 @@ import numpy as np
 
 from jitgraph.autodiff.emit import Emitter, is_float, shape_of
 from jitgraph.autodiff.errors import DifferentiationError
-from jitgraph.autodiff.loops import augment_loop
-from jitgraph.autodiff.partition import Cut, min_cut
+from jitgraph.autodiff.loops import HISTORIES, augment_loop
+from jitgraph.autodiff.partition import Cut, apply_cut, min_cut
 from jitgraph.autodiff.rules import VJP
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, eliminate_dead
 from jitgraph.ir.ops import get_op, is_view_node
@@ -70,14 +70,15 @@ def check_differentiable(graph: Graph, wrt: Sequence[int], names: Sequence[str])
 
 def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None], *,
                   cotangent_types: Sequence[TensorType] | None = None, insert_at: int | None = None,
-                  names: Sequence[str] = (), max_trips: int | None = None) -> JointGraph:
+                  names: Sequence[str] = (), max_trips: int | None = None, apply: bool = True) -> JointGraph:
     """The joint graph of ``graph`` that also returns d(seeded outputs)/d(inputs ``wrt``).
 
     ``seeds`` are indices into ``graph.outputs``. Without ``cotangent_types`` each is seeded with 1 (a scalar
     loss: ``grad``); with them, the joint graph takes one cotangent input per seed (of that type; a ``None`` seed
     is an input that seeds nothing), inserted before input ``insert_at`` (after the argument leaves, before the
     inputs the tracer added for globals: ``vjp``). ``max_trips`` bounds the loops whose trip count the trace does
-    not know (``while``, run-time bounds; see :mod:`jitgraph.autodiff.loops`).
+    not know (``while``, run-time bounds; see :mod:`jitgraph.autodiff.loops`). With ``apply`` the backward reads
+    only the values the minimum cut saves and recomputes the rest (:func:`jitgraph.autodiff.partition.apply_cut`).
     """
     cotangent_inputs = cotangent_types is not None
     names = list(names or graph.input_names)
@@ -111,7 +112,14 @@ def differentiate(graph: Graph, wrt: Sequence[int], seeds: Sequence[int | None],
                                 if i in forward_set and i.op not in ("input", "const")))
     kinds = {n.op: get_op(n.op).kind.value for n in joint.nodes}
     cut = min_cut([n for n in joint.nodes if n in forward_set], saved, kinds)
-    return JointGraph(joint, len(outputs), tuple(wrt), saved, cut)
+    applied = apply_cut(joint, backward_nodes, cut, kinds) if apply else None
+    if applied is None:
+        return JointGraph(joint, len(outputs), tuple(wrt), saved, cut)
+    graph_at_cut, renamed = applied
+    for old, new in renamed.items():  # rebuilt backward loops keep their records (jvp differentiates them again)
+        if old in HISTORIES:
+            HISTORIES[new] = HISTORIES[old]
+    return JointGraph(graph_at_cut, len(outputs), tuple(wrt), saved, cut, True)
 
 
 def backward(builder: GraphBuilder, nodes: Sequence[Node], wrt: Sequence[Node],
