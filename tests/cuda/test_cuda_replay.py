@@ -177,3 +177,61 @@ def test_a_library_call_is_not_recorded_by_a_launch_log(recorder: LogRecorder) -
     finally:
         cublas.OVERRIDE.remove(fake)
     assert "cannot be recorded" in c.replay.reason and c.plans and next(iter(c.plans.values())).gemm.active
+
+
+def test_outputs_sharing_memory_turn_replay_off(recorder: LogRecorder) -> None:
+    def fn(b, x):
+        y = b.op("exp", x)
+        return y, b.op("transpose", y, axes=(1, 0))
+
+    c = compile_cuda(build([((3, 5), "float32")], fn))
+    x = cuda.to_device(rand((3, 5)))
+    for _ in range(3):
+        _, yt = c([x])
+        np.testing.assert_allclose(host(yt), np.exp(host(x)).T, rtol=1e-6)
+    assert "share memory" in c.replay.reason
+
+
+def _w5_steps(steps: int) -> Any:
+    """W5 (the MLP training step) compiled for CUDA, run on device arguments against eager NumPy."""
+    import sys
+    from pathlib import Path
+
+    import jitgraph
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.workloads import make_inputs, w5_mlp_step
+
+    x, y, *weights = make_inputs("W5", 0.02)
+    want = [w.copy() for w in weights]
+    dx, dy, *dw = [cuda.to_device(a) for a in (x, y, *weights)]
+    step = jitgraph.compile(w5_mlp_step, backend="cuda", fullgraph=True)
+    for _ in range(steps):
+        loss = step(dx, dy, *dw)
+        want_loss = w5_mlp_step(x, y, *want)
+        np.testing.assert_allclose(host(loss), want_loss, rtol=1e-4)
+        for got, w in zip(dw, want):
+            np.testing.assert_allclose(host(got), w, rtol=1e-3, atol=1e-5)
+    (entry,) = [e for e in step.entries if getattr(e, "compiled", None) is not None]
+    return entry.compiled
+
+
+def test_w5_training_steps_replay(recorder: LogRecorder) -> None:
+    compiled = _w5_steps(3)
+    assert compiled.replay.replays == 1 and not compiled.replay.reason
+
+
+def test_w5_training_steps_through_the_gemm_path() -> None:
+    from test_cuda_gemm_path import HostGemm
+
+    from jitgraph.backends.cuda import cublas
+
+    fake = HostGemm()
+    cublas.OVERRIDE.append(fake)
+    try:
+        compiled = _w5_steps(2)
+    finally:
+        cublas.OVERRIDE.remove(fake)
+    gemms = [p.gemm for p in compiled.plans.values() if p.gemm is not None]
+    assert len(gemms) == 5 and all(g.active and g.checked for g in gemms)  # 2 forward, 3 backward
+    assert sum(g.spec.c is not None for g in gemms) == 2  # w1 and w2 updates: beta = 1

@@ -17,6 +17,12 @@ a difference, an error, a captured graph with fewer nodes than launches issued, 
 argument turn replay off for this graph with the reason, and the normal run's results are returned. Recorded
 intermediates and results live in buffers the recording owns (addresses must not change); each replay copies the
 results into fresh arrays, so values returned earlier are never overwritten.
+
+Limits: replays run on a stream of their own that is ordered with the legacy default stream (where everything
+else of this backend runs); CUDA work issued from another thread *while a call is being recorded* makes that
+recording fail (with the reason) and may fail that other work, as with any stream capture. The cuBLAS workspace
+a recorded GEMM uses is owned by its planned ``Matmul`` object, which ``cublas.NvmathProvider`` keeps for the
+life of the process.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from jitgraph.backends.cuda.pool import BufferPool
 from jitgraph.device_arrays import device_array_facts
 
 MAX_RECORDINGS = 4
+MAX_SEEN = 64  # argument sets seen once, remembered until replay gives up on a graph whose arguments keep moving
 
 
 class Recorder(Protocol):
@@ -188,6 +195,9 @@ class Replay:
             return self._replay(found, args)
         self.seen[key] = self.seen.get(key, 0) + 1
         if self.seen[key] < 2:
+            if len(self.seen) > MAX_SEEN:
+                self.reason = f"{MAX_SEEN} calls came with argument addresses or scalar values not seen before"
+                self.seen.clear()
             return None
         if len(self.recordings) >= MAX_RECORDINGS:
             self.reason = f"more than {MAX_RECORDINGS} different argument addresses or scalar values were seen"
@@ -216,10 +226,15 @@ class Replay:
         assert self.recorder is not None
         saved = {i: snapshot(args[i]) for i in self.mutated}
         want = run(args, None)
-        views = [k for k, v in enumerate(want) if k not in self.output_inputs and runtime.is_device_array(v)
-                 and any(runtime.is_device_array(a) and runtime.may_share_memory(v, a) for a in args)]
+        owned = [(k, v) for k, v in enumerate(want) if k not in self.output_inputs and runtime.is_device_array(v)]
+        views = [k for k, v in owned if any(runtime.is_device_array(a) and runtime.may_share_memory(v, a)
+                                            for a in args)]
         if views:
             self.reason = f"output {views[0]} is a view of an argument"
+            return want
+        shared = [(j, k) for j, v in owned for k, w in owned if j < k and runtime.may_share_memory(v, w)]
+        if shared:  # replays hand out copies, which would not share memory as these results do
+            self.reason = f"outputs {shared[0][0]} and {shared[0][1]} share memory"
             return want
         want_host = [runtime.to_host(v) for v in want] + [runtime.to_host(args[i]) for i in self.mutated]
         after = {i: snapshot(args[i]) for i in self.mutated}
