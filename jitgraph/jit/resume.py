@@ -31,6 +31,7 @@ import numpy as np
 from jitgraph.backends.base import CompiledGraph, KernelSource, get_backend
 from jitgraph.backends.eager import evaluate
 from jitgraph.config import OPTIONS, env_flag
+from jitgraph.device_arrays import is_device_array
 from jitgraph.errors import JitgraphError
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.jit.effects import FAST, raise_policy, restore, snapshot
@@ -57,6 +58,9 @@ def complete(fn: Any, args: tuple, kwargs: dict[str, Any], first: TraceResult) -
     key_leaves: list[Any] = []
     make_key(args, kwargs, key_leaves)
     chain = [first]
+    if any(type(v) is not np.ndarray and is_device_array(v) for v in key_leaves):
+        cut = first.extra["pending"]  # no eager instruction runs on device memory: the driver refuses the break
+        return _broken(first, f"{cut.reason}, with device arrays", cut)
     while "pending" in chain[-1].extra:
         last = chain[-1]
         cut: Cut = last.extra["pending"]

@@ -33,9 +33,9 @@ def softmax_numpy(x: np.ndarray) -> np.ndarray:
 
 @jitgraph.compile
 def noisy(x: np.ndarray) -> np.ndarray:
-    """A graph break (``np.unique``: a result size that depends on the data): each call runs eagerly, on a
-    worker too."""
-    n = len(np.unique(x))
+    """A graph break (``x.tolist()`` needs the data at trace time): each call runs eagerly, on a worker too
+    (``np.unique`` splits and resumes since issue 18)."""
+    n = len(x.tolist())
     return x * 2.0 + (n - n)
 
 
