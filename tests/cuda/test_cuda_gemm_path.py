@@ -9,11 +9,11 @@ fallback when the library raises, and what ``explain`` says. The real nvmath-pyt
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from cuda_util import assert_matches_eager, build, compile_cuda, rand
+from cuda_util import assert_matches_eager, build, compile_cuda, host, rand
 
 from jitgraph.backends.cuda import cublas, runtime
 
@@ -156,3 +156,93 @@ def test_the_simulator_and_the_switch_keep_the_tiled_kernel(monkeypatch: pytest.
     monkeypatch.setenv("JITGRAPH_CUDA_CUBLAS", "0")
     c = compile_cuda(g)
     assert "JITGRAPH_CUDA_CUBLAS=0" in c.explain()
+
+
+class _FakeCupyArray:
+    """What NvmathProvider uses of a CuPy array: shape, strides, dtype, .T, reshape, data.ptr."""
+
+    def __init__(self, array: np.ndarray, ptr: int) -> None:
+        self.array, self.shape, self.strides, self.dtype = array, array.shape, array.strides, array.dtype
+        self.data = type("Ptr", (), {"ptr": ptr})()
+
+    @property
+    def T(self) -> _FakeCupyArray:
+        return _FakeCupyArray(self.array.T, self.data.ptr)
+
+    def reshape(self, *shape: int) -> _FakeCupyArray:
+        return _FakeCupyArray(self.array.reshape(*shape), self.data.ptr)
+
+
+class _FakeMatmul:
+    """nvmath.linalg.advanced.Matmul as documented: alpha * a @ b + beta * c, then the epilog; BIAS adds a rank-1
+    bias of length M (the result's rows). Records the calls NvmathProvider makes."""
+
+    log: ClassVar[list[str]] = []
+
+    def __init__(self, a, b, c=None, *, alpha=None, beta=None, stream=None) -> None:
+        assert c is None or beta is not None, "nvmath needs beta with c"
+        self.ops, self.alpha, self.beta, self.bias = {"a": a, "b": b, "c": c}, alpha, beta, None
+        self.log.append("init")
+
+    def plan(self, *, epilog=None, epilog_inputs=None, stream=None) -> None:
+        if epilog is not None:
+            assert epilog == "BIAS" and epilog_inputs["bias"].array.ndim == 1
+            self.bias = epilog_inputs["bias"]
+        self.log.append("plan")
+
+    def reset_operands(self, a=None, b=None, c=None, *, epilog_inputs=None, stream=None) -> None:
+        self.ops.update({k: v for k, v in (("a", a), ("b", b), ("c", c)) if v is not None})
+        if epilog_inputs is not None:
+            self.bias = epilog_inputs["bias"]
+        self.log.append("reset")
+
+    def execute(self, *, stream=None):
+        a, b, c = (self.ops[k].array if self.ops[k] is not None else None for k in "abc")
+        r = (self.alpha if self.alpha is not None else 1.0) * (a @ b)
+        if c is not None:
+            r = r + self.beta * c
+        if self.bias is not None:
+            assert self.bias.array.shape == (r.shape[0],), "the BIAS epilog's bias runs along the result's rows"
+            r = r + self.bias.array[:, None]
+        self.log.append("execute")
+        return cuda_module().to_device(np.asfortranarray(r.astype(a.dtype)))
+
+
+def cuda_module() -> Any:
+    from numba import cuda
+
+    return cuda
+
+
+def test_the_nvmath_provider_calls_the_documented_api() -> None:
+    """NvmathProvider against a stand-in for nvmath and CuPy: the bias transpose trick, one plan per signature,
+    operands handed over only when their addresses change."""
+    import types
+
+    arrays: dict[int, int] = {}
+
+    def asarray(x: Any) -> _FakeCupyArray:
+        data = runtime.to_host(x)
+        return _FakeCupyArray(data, arrays.setdefault(id(x), len(arrays) + 1))
+
+    advanced = types.SimpleNamespace(Matmul=_FakeMatmul, MatmulEpilog=types.SimpleNamespace(BIAS="BIAS"))
+    nvmath = types.SimpleNamespace(linalg=types.SimpleNamespace(advanced=advanced))
+    prov = cublas.NvmathProvider(nvmath, types.SimpleNamespace(asarray=asarray))
+    _FakeMatmul.log.clear()
+    cublas.OVERRIDE.append(prov)
+    try:
+        g = build(LINEAR, _relu_linear)
+        c = compile_cuda(g)
+        x, w, bias = (cuda_module().to_device(a) for a in _linear_args())
+        for _ in range(2):
+            assert_matches_eager(g, [runtime.to_host(v) for v in (x, w, bias)], c, device=True, rtol=1e-5, atol=1e-5)
+        got = c([x, w, bias])[0]
+        got2 = c([x, w, bias])[0]
+    finally:
+        cublas.OVERRIDE.remove(prov)
+    want = np.maximum(runtime.to_host(x) @ runtime.to_host(w) + runtime.to_host(bias), 0)
+    np.testing.assert_allclose(host(got), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(host(got2), want, rtol=1e-5, atol=1e-5)
+    assert c.plans[next(iter(c.plans))].gemm.active
+    assert _FakeMatmul.log[:3] == ["init", "plan", "execute"] and _FakeMatmul.log.count("plan") == 1
+    assert "reset" in _FakeMatmul.log  # new device arrays in the eager-comparison calls
