@@ -111,6 +111,14 @@ def same_prefix(parent: TraceResult, child: TraceResult, index: int) -> bool:
     return all(x.op == y.op and x.type == y.type for x, y in zip(a[:index], b[:index]))
 
 
+def same_guards(parent: TraceResult, child: TraceResult) -> bool:
+    """Whether two traces guard exactly the same (guard code, the constants it names, the extra inputs)."""
+    a, b = parent.guards, child.guards
+    return [g.code for g in a.guards] == [g.code for g in b.guards] and \
+        [x.code for x in a.extra_inputs] == [x.code for x in b.extra_inputs] and \
+        len(a.constants) == len(b.constants) and all(x is y for x, y in zip(a.constants, b.constants))
+
+
 def _probe(result: TraceResult, leaves: list[Any], pending: Cut) -> Any:
     """Run the graph up to ``pending`` with the reference interpreter (calls between segments as at run time, but
     prints are skipped and draws made on a copy of the generator's state) and return the pending call's result."""
@@ -173,6 +181,7 @@ class _Variant:
         self.steps: dict[int, Any] = {}
         self.lowered: dict[int, Graph] = {}
         self.replay = False  # the child reads a value its ancestors did not output: rerun its own segments
+        self.same_guards = False  # the child guards exactly what its parent guards (no check of its own)
         self.build: Any = None
         self.policy = FAST
         if self.pending is None:
@@ -280,6 +289,8 @@ class ResumableArtifact:
         for result in root.extra.get("resume_chain", []):
             start = len(node.plan.cuts)  # the segment after the parent's pending cut
             child = _Variant(result, start, result.extra["split"].cuts[start - 1].observation, self)
+            child.replay = not self._reads_only_outputs(node, child, node.pending)
+            child.same_guards = same_guards(node.result, child.result)
             node.children.append(child)
             node = child
 
@@ -358,6 +369,8 @@ class ResumableArtifact:
             return self._refuse(f"{cut.reason}, but this call's result is not an array the trace can read", impure)
         for child in node.children:
             if child.key == key:
+                if child.same_guards:  # its parent's guards, which passed: the same leaves
+                    return child, leaves
                 extra = child.check(args, kwargs)
                 if extra is not None:
                     return child, leaves[:self.n_key] + extra
@@ -382,6 +395,7 @@ class ResumableArtifact:
             if extra is None:
                 return self._refuse(f"{cut.reason}, but the resumed trace's guards fail on its own call", impure)
             child.replay = not self._reads_only_outputs(node, child, cut)
+            child.same_guards = same_guards(node.result, child.result)
             node.children.append(child)
             log.info("jitgraph: %s resumed after %s:%s for a new value (%s)", getattr(self.fn, "__qualname__", ""),
                      cut.filename, cut.lineno, key)
