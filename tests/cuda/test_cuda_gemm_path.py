@@ -179,7 +179,7 @@ class _FakeMatmul:
 
     log: ClassVar[list[str]] = []
 
-    def __init__(self, a, b, c=None, *, alpha=None, beta=None, stream=None) -> None:
+    def __init__(self, a, b, c=None, *, alpha=None, beta=None, options=None, stream=None) -> None:
         assert c is None or beta is not None, "nvmath needs beta with c"
         self.ops, self.alpha, self.beta, self.bias = {"a": a, "b": b, "c": c}, alpha, beta, None
         self.log.append("init")
