@@ -23,6 +23,8 @@ import corpus
 import corpus_numeric
 import harness
 
+import jitgraph
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -51,13 +53,25 @@ def main() -> None:
         if out.eager_calls and out.breaks:
             print(f"    eager because: {out.breaks[0]}")
         if out.category != "one graph":
-            others.append(f"  {case.name} ({out.category}): {out.breaks[0] if out.breaks else out.wrong[:1]}")
+            why = out.breaks[0] if out.breaks else (_split_reason(case, opts.backend) or out.wrong[:1])
+            others.append(f"  {case.name} ({out.category}): {why}")
     total = sum(counts.values())
     print(f"summary ({opts.backend}): {total} functions: {counts['one graph']} one graph, {counts['split']} split, "
           f"{counts['eager']} eager, {counts['wrong']} wrong ({100 * counts['one graph'] / max(total, 1):.0f}% one graph)")
     if others:
         print("not one graph:")
         print("\n".join(others))
+
+
+def _split_reason(case: corpus.Case, backend: str) -> str | None:
+    """The first reason a split function was cut (the harness counts cuts, not reasons)."""
+    compiled = jitgraph.compile(case.fn, backend=backend)
+    harness._quiet(compiled, case.make())
+    for entry in compiled.entries:
+        reasons = getattr(entry.traced, "split_reasons", None) if entry.mode == "graph" else None
+        if reasons:
+            return str(reasons[0])
+    return None
 
 
 if __name__ == "__main__":
