@@ -10,7 +10,10 @@ it.
 Modules: ``runtime`` (numba.cuda import, device properties, launch sizes, host/device transfers), ``emitters``
 (one scalar CUDA expression per op), ``device_fns`` (NumPy-exact scalar helpers as device functions), ``codegen``
 (kernel source for elementwise and reduction groups), ``matmul`` (tiled matmul with the epilogue in its store),
-``backend`` (the CompiledGraph: runs the outer graph, host fallbacks, mutations, explain data), ``selfcheck`` (one
-graph per kernel family for ``scripts/gpu_check.py``). The facts about device arrays that every layer needs are in
+``cublas`` (matmul groups' products through cuBLASLt via nvmath-python, self-checked against the tiled kernel),
+``pool`` (device buffers reused by size class), ``staging`` (page-locked buffers for host arguments), ``graphs``
+(CUDA-graph recording and replay of calls on device arguments), ``backend`` (the CompiledGraph: runs the outer
+graph, host fallbacks, mutations, explain data), ``selfcheck`` (one graph per kernel family for
+``scripts/gpu_check.py``). The facts about device arrays that every layer needs are in
 :mod:`jitgraph.device_arrays`.
 """
