@@ -62,6 +62,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("fullgraph", False, "raise GraphBreakError instead of falling back to eager NumPy", "bool", _bool),
     Option("cache_limit", 8, "compiled guard sets per function before it runs eagerly for good", "int >= 1",
            _positive_int),
+    Option("dynamic", None, "None: sizes and int arguments that change become dynamic; True: dynamic from the first "
+           "call; False: always specialise (see jitgraph.mark_dynamic)", "None, True or False",
+           lambda v: v is None or isinstance(v, bool)),
     Option("math", "fast", "fast: jitgraph's vectorised math (<= 4 ulp); libm: libm-exact transcendental results",
            '"fast" or "libm"', lambda v: v in ("fast", "libm")),
     Option("reuse_outputs", True, "reuse a result buffer the caller can no longer reach instead of allocating",
