@@ -9,7 +9,7 @@ same way.
 import importlib
 from typing import Any
 
-from jitgraph.api import compile, grad, jvp, value_and_grad, vjp
+from jitgraph.api import compile, grad, jvp, mark_dynamic, mark_static, value_and_grad, vjp
 from jitgraph.config import warn_unknown_env
 from jitgraph.errors import GraphBreakError, JitgraphError, UnsupportedError
 from jitgraph.explain import explain
@@ -17,7 +17,7 @@ from jitgraph.logs import configure_from_env as _configure_logs
 
 __version__ = "0.1.0"
 __all__ = ["DifferentiationError", "ExplainResult", "GraphBreakError", "JitgraphError", "UnsupportedError",
-           "__version__", "compile", "explain", "grad", "jvp", "value_and_grad", "vjp"]
+           "__version__", "compile", "explain", "grad", "jvp", "mark_dynamic", "mark_static", "value_and_grad", "vjp"]
 
 LAZY = {"ExplainResult": "jitgraph.inspect.result", "DifferentiationError": "jitgraph.autodiff.errors"}
 

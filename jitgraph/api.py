@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +24,7 @@ from jitgraph.config import check_options
 from jitgraph.errors import UnsupportedPythonError
 
 LAYERS = {"driver": "jitgraph.jit", "bytecode": "jitgraph.tracer.bytecode", "grad": "jitgraph.jit.grad",
-          "vjp": "jitgraph.jit.vjp"}
+          "vjp": "jitgraph.jit.vjp", "dims": "jitgraph.tracer.dynamic_ints"}
 
 
 def layer(name: str) -> ModuleType:
@@ -42,8 +42,11 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str | None = None,
     arguments compile separately from host ones, need ``backend="cuda"``, and never fall back to eager NumPy: what
     would run eagerly raises a :class:`jitgraph.JitgraphError` instead. ``fullgraph=True``
     raises :class:`jitgraph.GraphBreakError` instead of falling back to eager. ``cache_limit`` is the number of
-    guard sets (shapes, dtypes, flags) compiled for one function before it runs eagerly for good. The other
-    options (``math=``, ``reuse_outputs=``, ...) are listed in :data:`jitgraph.config.OPTIONS`.
+    guard sets (shapes, dtypes, flags) compiled for one function before it runs eagerly for good. ``dynamic``, as
+    in ``torch.compile``: None (automatic: an int argument or array dimension whose change caused a recompile becomes
+    dynamic), True (dynamic from the first call) or False (always specialise); see :func:`mark_dynamic` and
+    :mod:`jitgraph.jit.dynamic_policy`. The other options (``math=``, ``reuse_outputs=``, ...) are listed in
+    :data:`jitgraph.config.OPTIONS`.
 
     ``compile(f).trace(*args)`` gives the first stage of a compile (see :mod:`jitgraph.jit.stages`).
     """
@@ -62,6 +65,20 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str | None = None,
     if isinstance(fn, driver.CompiledFunction):
         return fn
     return driver.CompiledFunction(fn, backend=backend, fullgraph=fullgraph, cache_limit=cache_limit, options=options)
+
+
+def mark_dynamic(x: Any, dim: int | Sequence[int]) -> None:
+    """Mark dimension(s) ``dim`` of the NumPy array ``x`` dynamic, as ``torch._dynamo.mark_dynamic``: a compiled
+    function it is passed to treats new sizes there as the same kind of call (``compile(dynamic=...)``,
+    :mod:`jitgraph.jit.dynamic_policy`), from its next cache miss on. NumPy arrays take no attributes, so the mark is kept in a
+    table by the array's identity and dropped when the array is freed; a view or copy of ``x`` is not marked."""
+    layer("dims").mark(x, dim, dynamic=True)
+
+
+def mark_static(x: Any, dim: int | Sequence[int]) -> None:
+    """Mark dimension(s) ``dim`` of ``x`` static: every new size there is a recompile, even with
+    ``compile(dynamic=True)``. Replaces a ``mark_dynamic`` of the same dimension."""
+    layer("dims").mark(x, dim, dynamic=False)
 
 
 def _eager_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:

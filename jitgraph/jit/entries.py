@@ -47,6 +47,9 @@ class Entry:
     # only), and the top-level positions where the traced call had a plain int (unreachable once one is dynamic).
     runner: Any = None
     plain_ints: tuple[int | str, ...] = ()
+    # A size variant (dynamic_policy.py): the same graph as another entry at other sizes of dynamic dimensions; it
+    # does not count towards ``cache_limit``.
+    variant: bool = False
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias
@@ -132,4 +135,5 @@ class CacheInfo:
     misses: int = 0
     recompiles: int = 0
     fallbacks: int = 0
-    entries: int = 0
+    entries: int = 0  # size variants included
+    size_variants: int = 0  # entries traced for new sizes of dynamic dimensions (not recompiles)

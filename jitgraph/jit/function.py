@@ -32,6 +32,7 @@ from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
 from jitgraph.jit.dispatch import MISS, build_runner, runners
+from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
@@ -41,7 +42,7 @@ from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.keys import alias_pattern, describe, diff, make_key
-from jitgraph.tracer.trace import TraceResult, parameter_names, trace
+from jitgraph.tracer.trace import TraceResult, parameter_names
 
 log = logging.getLogger("jitgraph")
 log_recompiles = logging.getLogger("jitgraph.recompiles")
@@ -60,7 +61,7 @@ class _Outcome(NamedTuple):
     result: Any  # or, with no entry, why the call runs eagerly
 
 
-class CompiledFunction:
+class CompiledFunction(DynamicPolicy):
     """What ``@jitgraph.compile`` returns. Call it like the original function; ``trace(*args)`` gives the first
     stage of a compile without touching the cache."""
 
@@ -73,6 +74,7 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.cache_limit = cache_limit
         self.options = dict(options or {})
+        self.dynamic: bool | None = self.options.pop("dynamic", None)  # dynamic_policy.py
         self._lock = compile_lock(self)
         self._table: dict[tuple, tuple[Entry, ...]] = {}
         self.entries: list[Entry] = []
@@ -90,11 +92,8 @@ class CompiledFunction:
         self._sites: list[str] = []  # the user's call site of each recompile (``train.py:14``)
         self._failing: collections.Counter[str] = collections.Counter()
         self._disabled = False
-        # Int arguments traced as runtime values, those that must stay specialised, and the ints of the last miss
-        # (dynamic_ints.py).
-        self._dynamic: frozenset[int | str] = frozenset()
-        self._static: set[int | str] = set()
-        self._last_ints: dict[int | str, int] = {}
+        self._variants = 0  # size variants published (dynamic_policy.py)
+        self._clear_dynamic()
         # Backend failures on a first run, by the graph with sizes aside (entries.sizes_aside): not compiled again.
         self._failed: dict[str, str] = {}
 
@@ -116,7 +115,8 @@ class CompiledFunction:
             target = getattr(target, part, None)
         if target is self:
             return self.__qualname__
-        return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit, self.options))
+        return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit,
+                                   {**self.options, "dynamic": self.dynamic}))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The generated runners (dispatch.py) first: straight-line checks of the leading entries' layouts.
@@ -242,7 +242,9 @@ class CompiledFunction:
 
     def _publish(self, entry: Entry, reason: str | None, site: str) -> None:
         """Make ``entry`` visible to the dispatch loop (under the lock); a recompile records why and where."""
-        if self.entries:
+        if entry.variant:
+            self._variants += 1
+        elif self.entries:
             self._recompiles += 1
             self._reasons.append(reason or "argument structure changed")
             self._sites.append(site)
@@ -291,9 +293,11 @@ class CompiledFunction:
         if self._disabled:
             return _Outcome(None, args, kwargs, False, "it hit its recompile limit and now runs eagerly")
         reason, site = None, ""
+        facts = describe(args, kwargs, parameter_names(self._fn, len(args)))
+        plan = self._size_plan(facts, args, kwargs)  # new sizes of dimensions that may be dynamic
         if self.entries:
-            reason = self._why_missed(key, describe(args, kwargs, parameter_names(self._fn, len(args))), args, kwargs)
-            if len(self.entries) >= self.cache_limit:
+            reason = self._why_missed(key, facts, args, kwargs)
+            if not self._settled(plan) and sum(not e.variant for e in self.entries) >= self.cache_limit:
                 self._disabled = True
                 worst = self._failing.most_common(1)[0][0] if self._failing else reason
                 log_recompiles.warning(
@@ -302,8 +306,6 @@ class CompiledFunction:
                     "that does not change.", self.name, self.cache_limit, worst)
                 return _Outcome(None, args, kwargs, False, f"it hit its recompile limit ({worst})")
             site = call_site()
-            log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
-                                len(self.entries) + 1, reason, site)
         with compiling(self.name):
             entry = self._compile_dynamic(user_args, user_kwargs)
             if entry is not None:
@@ -313,6 +315,11 @@ class CompiledFunction:
                 args, kwargs = entry.traced.args, entry.traced.kwargs
             else:
                 entry = self._compile(self._trace(args, kwargs))
+        if self.entries:
+            reason = self._settle_sizes(entry, plan, reason)
+            if not entry.variant:
+                log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
+                                    len(self.entries) + 1, reason, site)
         log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
                          entry.mode, "\n  ".join(entry.guard_texts))
         try:
@@ -328,45 +335,6 @@ class CompiledFunction:
         refuse_eager_on_device(self.name, leaves, why, None, RECOMPILE_HINT)
         next(self._fallbacks)
         return self._fn(*user_args, **user_kwargs)
-
-    def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Entry | None:
-        """On a recompile: int arguments whose value changed since the last miss are retraced as runtime values
-        (dynamic_ints.py). Returns the entry of that trace, or None when there is no such argument or the trace
-        needs their values (they then stay specialised)."""
-        ints = dynamic_ints.int_arguments(user_args, user_kwargs)
-        new = dynamic_ints.changed(self._last_ints, ints) - self._static - self._dynamic
-        self._last_ints = ints
-        if not new:
-            return None
-        dynamic = self._dynamic | new
-        args, kwargs = dynamic_ints.view(user_args, user_kwargs, dynamic)
-        try:  # a trace that needs the int's value may fail in any way: the int then stays specialised, silently
-            result = trace(self._fn, args, kwargs)
-        except Exception:  # noqa: BLE001
-            result = None
-        if result is not None and result.breaks is not None and self._same_break(result.breaks):
-            # The break is reached whatever the ints' values (a trace that needed them would have broken earlier,
-            # on that use): the eager entry keys on their type only, so a loop counter does not retrace it.
-            return self._compile(self._trace(args, kwargs, result, dynamic))
-        if result is None or result.breaks is not None or result.graph is None or \
-                not dynamic_ints.uses_are_float(result.graph):
-            self._static |= new
-            return None
-        entry = self._compile(self._trace(args, kwargs, result, dynamic))
-        if entry.mode != "graph":  # the backend failed: the static trace will fail or fall back the same way
-            self._static |= new
-            return None
-        return entry  # self._dynamic becomes ``dynamic`` when the entry is published
-
-    def _same_break(self, brk: GraphBreak) -> bool:
-        """Whether an eager entry already broke at the same place for the same reason (a trace break, not a
-        backend failure): then the break does not depend on what this retrace made dynamic."""
-        for entry in self.entries:
-            had = entry.traced.brk
-            if entry.mode == "eager" and had is not None and \
-                    (had.reason, had.filename, had.lineno) == (brk.reason, brk.filename, brk.lineno):
-                return True
-        return False
 
     def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
         same_key = self._table.get(key)
@@ -451,7 +419,7 @@ class CompiledFunction:
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks), entries=len(self.entries))
+                             fallbacks=tally(self._fallbacks), entries=len(self.entries), size_variants=self._variants)
 
     def recompile_reasons(self, with_site: bool = False) -> list[str]:
         """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""

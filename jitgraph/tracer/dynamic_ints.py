@@ -15,8 +15,14 @@ being specialised by value, for good. Values outside ``|t| < 2**31`` are always 
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from jitgraph.errors import JitgraphError
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.types import TensorType
@@ -79,3 +85,99 @@ def _all_nodes(graph: Graph) -> list[Node]:
         for region in n.regions:
             nodes.extend(_all_nodes(region))
     return nodes
+
+
+# ---- dynamic dimensions (``jitgraph.mark_dynamic`` / ``mark_static``, ``compile(dynamic=...)``) ------------------
+# NumPy arrays take no attributes (torch.compile marks a tensor by one) and are unhashable, so marks live in a table
+# keyed by ``id(array)``, each with a weak reference whose callback removes the entry when the array dies: a new
+# array that reuses the id is never seen as marked. Marks are read on a cache miss only (as torch reads them when it
+# traces): the warm path never looks at them.
+_MARKS: dict[int, tuple[weakref.ref, set[int], set[int]]] = {}
+_MARKS_LOCK = threading.Lock()
+
+
+def mark(array: Any, dim: int | Sequence[int], dynamic: bool) -> None:
+    """Record that ``array``'s dimension(s) ``dim`` are dynamic (or static) for every compiled function it is
+    passed to; a later mark of the same dimension replaces an earlier one."""
+    if not isinstance(array, np.ndarray):
+        raise JitgraphError(f"mark_{'dynamic' if dynamic else 'static'} takes a NumPy array, not "
+                            f"{type(array).__name__}", hint="mark the array argument itself")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -array.ndim <= d < array.ndim:
+            raise JitgraphError(f"dimension {d!r} is out of range for an array of shape {array.shape}",
+                                hint=f"give a dimension between {-array.ndim} and {array.ndim - 1}")
+    key = id(array)
+    with _MARKS_LOCK:
+        found = _MARKS.get(key)
+        if found is None or found[0]() is not array:
+            found = (weakref.ref(array, lambda _ref, key=key: _forget(key, _ref)), set(), set())
+            _MARKS[key] = found
+        add, drop = (found[1], found[2]) if dynamic else (found[2], found[1])
+        for d in dims:
+            add.add(d % array.ndim)
+            drop.discard(d % array.ndim)
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    with _MARKS_LOCK:
+        found = _MARKS.get(key)
+        if found is not None and found[0] is ref:
+            del _MARKS[key]
+
+
+def marked_dims(args: tuple, kwargs: dict[str, Any], names: list[str]) -> tuple[set[str], set[str]]:
+    """The dimensions marked dynamic and static among the call's arrays (top level, and inside dicts, lists and
+    tuples), as labels of the call's facts: ``x.shape[0]``, ``batch['x'].shape[1]``."""
+    dynamic: set[str] = set()
+    static: set[str] = set()
+    if not _MARKS:
+        return dynamic, static
+
+    def walk(value: Any, label: str) -> None:
+        t = type(value)
+        if t is np.ndarray:
+            found = _MARKS.get(id(value))
+            if found is not None and found[0]() is value:
+                dynamic.update(f"{label}.shape[{d}]" for d in found[1])
+                static.update(f"{label}.shape[{d}]" for d in found[2])
+        elif t is dict:
+            for k, v in value.items():
+                walk(v, f"{label}[{k!r}]")
+        elif t is list or t is tuple:
+            for i, v in enumerate(value):
+                walk(v, f"{label}[{i}]")
+
+    for name, value in list(zip(names, args)) + list(kwargs.items()):
+        walk(value, name)
+    return dynamic, static
+
+
+def size_changes(old: dict[str, Any], new: dict[str, Any]) -> set[str] | None:
+    """The dimensions (``x.shape[0]``) in which two calls' facts (``keys.describe``) differ, when they differ in
+    array sizes only: the same arguments, types, dtypes, ranks and layouts (strides may follow the sizes). None when
+    anything else differs, or nothing does."""
+    if old.keys() != new.keys():
+        return None
+    dims: set[str] = set()
+    for label, a in old.items():
+        b = new[label]
+        if label.endswith(".strides") or a is b:
+            continue
+        if label.endswith(".shape") and type(a) is tuple and type(b) is tuple and len(a) == len(b):
+            dims.update(f"{label}[{i}]" for i, (x, y) in enumerate(zip(a, b)) if x != y)
+            continue
+        if not _same(a, b):
+            return None
+    for label, a in old.items():  # strides that changed with the same shape: another layout, not another size
+        if label.endswith(".strides") and a != new[label] and old.get(label[:-8] + ".shape") == new.get(
+                label[:-8] + ".shape"):
+            return None
+    return dims or None
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and repr(a) == repr(b)
+    except Exception:  # noqa: BLE001 - facts that cannot be compared differ
+        return False

@@ -79,9 +79,9 @@ def test_plain_text_of_a_recompile(recompiled):
     result = recompiled.explain()
     check_snapshot("recompile", str(result))
     line = next(k for k, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "# RECOMPILE-SITE" in text)
-    assert recompiled.recompile_reasons() == ["x.shape[0]: 4 -> 8"]
+    assert recompiled.recompile_reasons() == ["x.shape[0]: 4 -> 8 (x.shape[0] now dynamic)"]
     (reason,) = recompiled.recompile_reasons(with_site=True)
-    assert reason.startswith("x.shape[0]: 4 -> 8 @ ") and reason.endswith(f"{HERE}:{line}")
+    assert reason.startswith("x.shape[0]: 4 -> 8 (x.shape[0] now dynamic) @ ") and reason.endswith(f"{HERE}:{line}")
     info = recompiled.cache_info()
     assert (info.misses, info.recompiles, info.entries) == (2, 1, 2)
 
@@ -98,7 +98,7 @@ def test_rich_view_marks_the_break_line_with_reason_and_hint(break_result):
 
 def test_rich_view_of_a_recompile_lists_both_entries_and_the_change(recompiled):
     text = rich_text(recompiled.explain(), width=160)
-    assert "x.shape[0]: 4 -> 8 @" in text and "1 recompiles" in text
+    assert "x.shape[0]: 4 -> 8 (x.shape[0] now dynamic) @" in text and "1 recompiles" in text
     assert "entry 0: runs the compiled graph" in text and "entry 1: runs the compiled graph" in text
     assert "x: ndarray, shape (4, 3)" in text and "x: ndarray, shape (8, 3)" in text
     assert "graph 0" in text and "graph 1" in text

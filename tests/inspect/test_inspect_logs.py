@@ -71,7 +71,7 @@ def test_breaks_and_recompiles_topics(topics):
     g(x[:2], w, lr)
     site = sys._getframe().f_lineno - 1
     (recompile,) = records(topics, "recompiles")
-    assert "recompiling step" in recompile and "x.shape[0]: 4 -> 2 @ " in recompile
+    assert "recompiling step" in recompile and "x.shape[0]: 4 -> 2 (x.shape[0] now dynamic) @ " in recompile
     assert recompile.endswith(f"{os.path.basename(__file__)}:{site}")
 
 

@@ -31,7 +31,7 @@ def test_new_shape_recompiles_with_reason():
     assert out.shape == (8, 3)
     info = f.cache_info()
     assert (info.hits, info.misses, info.recompiles, info.entries) == (1, 2, 1, 2)
-    assert f.recompile_reasons() == ["x.shape[0]: 4 -> 8"]
+    assert f.recompile_reasons() == ["x.shape[0]: 4 -> 8 (x.shape[0] now dynamic)"]
 
 
 def test_new_dtype_recompiles():
@@ -91,7 +91,7 @@ def test_int_argument_is_specialised_until_it_changes():
 
 
 def test_recompile_limit_falls_back_with_one_warning(caplog):
-    f = jitgraph.compile(scaled, backend="eager", cache_limit=3)
+    f = jitgraph.compile(scaled, backend="eager", cache_limit=3, dynamic=False)  # sizes never size variants
     with caplog.at_level(logging.WARNING, logger="jitgraph"):
         for n in range(1, 8):
             x = np.ones(n)
@@ -194,7 +194,7 @@ def test_method_defined_in_class_body():
 
 @pytest.mark.parametrize("limit", [1, 2])
 def test_cache_limit_is_configurable(limit):
-    f = jitgraph.compile(scaled, backend="eager", cache_limit=limit)
+    f = jitgraph.compile(scaled, backend="eager", cache_limit=limit, dynamic=False)
     for n in range(1, 5):
         f(np.ones(n))
     assert f.cache_info().entries == limit

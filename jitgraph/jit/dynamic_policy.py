@@ -1,0 +1,154 @@
+"""What a recompile makes dynamic: int arguments traced as runtime values, and array dimensions whose sizes change.
+
+A mixin of :class:`~jitgraph.jit.function.CompiledFunction` (it reads the function's entries, lock-held state and
+``_trace``/``_compile``); every method here runs under the function's compile lock, on a miss.
+
+``compile(dynamic=...)``, as in ``torch.compile``:
+
+* ``None`` (the default): automatic. The first call specialises everything. A recompile caused by an int
+  argument's value retraces it as a runtime value (``dynamic_ints.py``); a recompile caused only by array sizes
+  marks exactly those dimensions dynamic (the recompile reason says which).
+* ``True``: int arguments are runtime values from the first call (where the trace allows), and every dimension is
+  dynamic from the first call.
+* ``False``: nothing becomes dynamic; every new int value and every new size is a recompile (except dimensions
+  marked with ``jitgraph.mark_dynamic``, which win over the function's default).
+
+``jitgraph.mark_dynamic(x, dim)`` / ``mark_static(x, dim)`` mark one array's dimension for every function it is
+passed to (``dynamic_ints.mark``); a mark is read on the next miss, as ``torch.compile`` reads it when it traces.
+
+What a dynamic dimension buys today: the IR has no symbolic sizes yet (issue 20 item 1), so a call with a new size
+in dynamic dimensions is still traced for its sizes; but when that trace is the same graph with other sizes
+(``entries.sizes_aside``), it is a *size variant* of an entry: it does not count towards ``cache_limit`` and is no
+recompile (``cache_info().size_variants`` counts them; the ``jitgraph.recompiles`` log at INFO shows each), and its
+Numba kernels, which take extents as arguments, are found in the kernel cache instead of compiled again (the retrace
+costs milliseconds). A new size whose graph differs in more than sizes (a size baked into a constant, a size-1
+broadcast) is an ordinary recompile, and so is every new size after :data:`MAX_VARIANTS` variants (a function whose
+sizes never repeat then meets ``cache_limit`` and runs eagerly, as it would without dynamic dimensions, instead of
+being traced again on every call).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NamedTuple
+
+from jitgraph.jit.entries import Entry, sizes_aside
+from jitgraph.tracer import dynamic_ints
+from jitgraph.tracer.context import GraphBreak
+from jitgraph.tracer.trace import parameter_names, trace
+
+log_recompiles = logging.getLogger("jitgraph.recompiles")
+
+MAX_VARIANTS = 32  # size variants per function (each holds a traced graph; the kernels are shared)
+
+
+class SizePlan(NamedTuple):
+    """A miss that differs from ``like`` only in the sizes of ``dims`` (``x.shape[0]``), all allowed dynamic."""
+
+    like: Entry
+    dims: frozenset[str]
+
+
+class DynamicPolicy:
+    """Mixin: dynamic ints and dynamic dimensions (module docstring)."""
+
+    dynamic: bool | None
+    entries: list[Entry]
+
+    def _clear_dynamic(self) -> None:
+        # Int arguments traced as runtime values, those that must stay specialised, and the ints of the last miss.
+        self._dynamic: frozenset[int | str] = frozenset()
+        self._static: set[int | str] = set()
+        self._last_ints: dict[int | str, int] = {}
+        # Dimensions (``x.shape[0]``, the labels of ``keys.describe``) dynamic for this function, and those marked
+        # static (never dynamic).
+        self._dims: set[str] = set()
+        self._static_dims: set[str] = set()
+
+    # ---- dimensions ------------------------------------------------------------------------------------------
+    def _size_plan(self, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> SizePlan | None:
+        """Read the marks on this call's arrays; then, when the call differs from an entry in array sizes only and
+        every such dimension may be dynamic, the plan for it (None otherwise)."""
+        marked, static = dynamic_ints.marked_dims(args, kwargs, parameter_names(self._fn, len(args)))
+        self._static_dims = (self._static_dims - marked) | static
+        self._dims = (self._dims | marked) - static
+        for entry in reversed(self.entries):
+            dims = dynamic_ints.size_changes(entry.facts, facts)
+            if dims is not None:
+                break
+        else:
+            return None
+        if dims & self._static_dims or (self.dynamic is False and not dims <= self._dims):
+            return None
+        return SizePlan(entry, frozenset(dims))
+
+    def _settled(self, plan: SizePlan | None) -> bool:
+        """Whether a miss under ``plan`` is only new sizes of dimensions already dynamic (no recompile)."""
+        return plan is not None and self._variants < MAX_VARIANTS and (self.dynamic is True or plan.dims <= self._dims)
+
+    def _settle_sizes(self, entry: Entry, plan: SizePlan | None, reason: str | None) -> str | None:
+        """After the trace of a miss under ``plan``: a size variant (``entry.variant``), or a recompile that makes
+        its dimensions dynamic (the reason says which). Returns the recompile reason."""
+        if plan is None or entry.mode != plan.like.mode or \
+                sizes_aside(entry.traced_graph) != sizes_aside(plan.like.traced_graph):
+            return reason  # another graph, not only other sizes: an ordinary recompile
+        if self._variants >= MAX_VARIANTS:
+            return f"{reason} ({MAX_VARIANTS} sizes of dynamic dimensions traced already)"
+        new = set() if self.dynamic is True else plan.dims - self._dims
+        if new:
+            self._dims |= new
+            return f"{reason} ({_in_order(new, entry.facts)} now dynamic)"
+        entry.variant = True
+        log_recompiles.info("jitgraph: %s: new size of dynamic %s (%s); the same graph, traced for it", self.name,
+                            _in_order(plan.dims, entry.facts), reason)
+        return reason
+
+    # ---- ints ------------------------------------------------------------------------------------------------
+    def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Entry | None:
+        """On a recompile: int arguments whose value changed since the last miss (with ``dynamic=True``: every int
+        argument, from the first call) are retraced as runtime values (dynamic_ints.py). Returns the entry of that
+        trace, or None when there is no such argument or the trace needs their values (they then stay
+        specialised). ``dynamic=False``: never."""
+        if self.dynamic is False:
+            return None
+        ints = dynamic_ints.int_arguments(user_args, user_kwargs)
+        changed = frozenset(ints) if self.dynamic is True else dynamic_ints.changed(self._last_ints, ints)
+        new = changed - self._static - self._dynamic
+        self._last_ints = ints
+        if not new:
+            return None
+        dynamic = self._dynamic | new
+        args, kwargs = dynamic_ints.view(user_args, user_kwargs, dynamic)
+        try:  # a trace that needs the int's value may fail in any way: the int then stays specialised, silently
+            result = trace(self._fn, args, kwargs)
+        except Exception:  # noqa: BLE001
+            result = None
+        if result is not None and result.breaks is not None and self._same_break(result.breaks):
+            # The break is reached whatever the ints' values (a trace that needed them would have broken earlier,
+            # on that use): the eager entry keys on their type only, so a loop counter does not retrace it.
+            return self._compile(self._trace(args, kwargs, result, dynamic))
+        if result is None or result.breaks is not None or result.graph is None or \
+                not dynamic_ints.uses_are_float(result.graph):
+            self._static |= new
+            return None
+        entry = self._compile(self._trace(args, kwargs, result, dynamic))
+        if entry.mode != "graph":  # the backend failed: the static trace will fail or fall back the same way
+            self._static |= new
+            return None
+        return entry  # self._dynamic becomes ``dynamic`` when the entry is published
+
+    def _same_break(self, brk: GraphBreak) -> bool:
+        """Whether an eager entry already broke at the same place for the same reason (a trace break, not a
+        backend failure): then the break does not depend on what this retrace made dynamic."""
+        for entry in self.entries:
+            had = entry.traced.brk
+            if entry.mode == "eager" and had is not None and \
+                    (had.reason, had.filename, had.lineno) == (brk.reason, brk.filename, brk.lineno):
+                return True
+        return False
+
+
+def _in_order(dims: set[str] | frozenset[str], facts: dict[str, Any]) -> str:
+    """``q.shape[0], k.shape[0]``: dimensions in the order of the arguments (``facts``), then by axis."""
+    labels = {label: k for k, label in enumerate(facts)}
+    return ", ".join(sorted(dims, key=lambda d: (labels.get(d[:d.rindex("[")], len(labels)), d)))
