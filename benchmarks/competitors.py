@@ -4,13 +4,22 @@ Neither is a dependency: a column appears only when its package imports. ``torch
 as it is (TorchDynamo traces NumPy calls through ``torch._numpy``), NumPy arguments in and out, in-place updates
 included. JAX cannot trace NumPy calls, so its column runs the same source with ``np`` bound to ``jax.numpy``; its
 arrays are immutable, so the workloads that update their arguments in place (W5, W6) get no JAX figure.
+
+Run alone, it prints only the competitor table (no eager, copy-bandwidth or warm-start columns):
+
+    python benchmarks/competitors.py              # W1-W6, each peer in alternating blocks with jitgraph
+    python benchmarks/competitors.py --only W2,W6
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
 import time
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,3 +84,39 @@ def cell(result: dict[str, Any]) -> str:
         return result["note"]
     return (f"{result['time'] * 1e3:.2f} ms ({result['compile']:.1f} s) [jitgraph {result['ours'] * 1e3:.2f}]"
             f"{'' if result['agree'] else ' DIFFERS'}")
+
+
+def main() -> None:
+    """The competitor table of ``benchmarks/workloads.py`` alone."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import jitgraph
+    from benchmarks import workloads
+    from benchmarks.timing import paired_timings
+
+    parser = argparse.ArgumentParser(description="torch.compile and jax.jit beside jitgraph on W1-W6")
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--repeat", type=int, default=30, help="recorded calls of each side")
+    args = parser.parse_args()
+    kinds = available()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} CPUs, load average {load}; peers: {', '.join(kinds) or 'none installed'}")
+    print("median ms (first call s) [jitgraph's median ms in alternating blocks with that peer]")
+    print("| workload | jitgraph cold s | " + " | ".join(kinds) + " |")
+    print("|---|---|" + "---|" * len(kinds))
+    for name, (label, fn) in workloads.WORKLOADS.items():
+        if args.only and name not in args.only.split(","):
+            continue
+        compiled = jitgraph.compile(fn)
+        base = workloads.make_inputs(name)
+        mine = [x.copy() for x in base]
+        start = time.perf_counter()
+        compiled(*mine)
+        cold = time.perf_counter() - start
+        ours = (lambda f=compiled, a=mine: f(*a))  # the jitgraph side of each pairing
+        cells = [cell(measure(kind, name, fn, base, args.repeat, paired_timings, workloads.results_agree, ours))
+                 for kind in kinds]
+        print(f"| {name} {label} | {cold:.1f} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
