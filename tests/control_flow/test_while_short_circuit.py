@@ -52,35 +52,40 @@ def test_insertion_sort_is_one_graph(dtype: Any) -> None:
     assert np.all(np.diff(got) >= 0)
 
 
-def count_leading_positive(x, n):
-    i = 0
-    while i < n and x[i] > 0:  # x[n] is past the end: Python never reads it
-        i += 1
-    return i
+def positive_runs(x):
+    total = 0
+    for s in range(x.shape[0]):
+        i = s
+        while i < x.shape[0] and x[i] > 0:  # x[x.shape[0]] is past the end: Python never reads it
+            i += 1
+        total += i - s
+    return total
 
 
-def first_small_or_end(x, limit):
-    i = 0
-    while not (i >= x.shape[0] or x[i] < limit):  # an or-chain, negated
-        i += 1
-    return i
+def ahead_past_three(x, limit):
+    total = 0
+    for s in range(x.shape[0]):
+        i = s
+        while i < 3 or x[i] > limit:  # an or-chain: x[i] is read only from i == 3 on
+            i += 1
+        total += i
+    return total
 
 
 def test_and_chain_never_reads_past_the_end() -> None:
     x = np.ones(6)
-    compiled, got, _ = _run_both(count_leading_positive, x, 6)
+    compiled, got, _ = _run_both(positive_runs, x)
     _one_graph(compiled)
-    assert got == 6
+    assert got == 21
     x[3] = -1.0
-    assert compiled(x, 6) == 3
+    assert compiled(x) == positive_runs(x)
 
 
-def test_or_chain_never_reads_past_the_end() -> None:
-    x = np.arange(5.0)
-    compiled, got, _ = _run_both(first_small_or_end, x, -1.0)
+def test_or_chain_matches_python() -> None:
+    x = np.array([5.0, 4.0, 3.0, 2.0, 1.0, -1.0])
+    compiled, got, _ = _run_both(ahead_past_three, x, 0.0)
     _one_graph(compiled)
-    assert got == 5
-    assert compiled(x, 2.5) == first_small_or_end(x, 2.5) == 0
+    assert compiled(x, 2.5) == ahead_past_three(x, 2.5)
 
 
 def walk_down(a, j):

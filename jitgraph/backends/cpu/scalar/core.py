@@ -121,8 +121,27 @@ class Emitter:
         self.flag_used = False  # whether that flag was set anywhere (else its line is removed)
         self.params: list[str] = []
         self.function_name = ""
+        # Run-time extents (:mod:`.sizes`): an extent value -> the driver variable that holds it (``n0_1 =
+        # xs.shape[1]``); extents not in it are written as literals.
+        self.sizes: dict[int, str] = {}
 
     # ------------------------------------------------------------------ helpers
+    def size(self, value: int) -> str:
+        """An extent as the driver writes it: the run-time variable holding it, or the literal."""
+        return self.sizes.get(int(value), str(int(value)))
+
+    def shape_text(self, shape: Sequence[int]) -> str:
+        """A shape tuple for ``np.empty`` and friends, its extents as :meth:`size` writes them."""
+        parts = [self.size(s) for s in shape]
+        return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+
+    def bound(self, node: Node) -> str:
+        """A loop bound: a constant that is a run-time extent is read from it (the trip count is an argument)."""
+        value = node.attrs.get("value") if node.op == "const" else None
+        if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+            return self.size(int(value))
+        return self.var[node]
+
     def vname(self, node: Node) -> str:
         return "v" + self.names[node][1:]
 

@@ -25,7 +25,7 @@ from jitgraph import config
 from jitgraph.backends import eager
 from jitgraph.backends.base import KernelSource
 from jitgraph.backends.cpu import helpers
-from jitgraph.backends.cpu.scalar import runtime
+from jitgraph.backends.cpu.scalar import runtime, sizes
 from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.scope import is_array
 from jitgraph.backends.cpu.scalar.table import TABLE
@@ -45,6 +45,19 @@ _NAMESPACE: dict[str, Any] = {
 }
 
 
+_COMMENT = re.compile(r"  # .*$", re.MULTILINE)  # generated comments (trip counts, reasons): not part of the code
+_COMPILED: dict[tuple, Any] = {}
+"""Compiled drivers by (source without comments, signature, flags), most recently used last: graphs that differ
+only in run-time extents (:mod:`.sizes`) generate the same source, and share one Numba compile."""
+_COMPILED_LIMIT = 256
+
+
+def _remember(key: tuple, dispatcher: Any) -> None:
+    _COMPILED[key] = dispatcher
+    while len(_COMPILED) > _COMPILED_LIMIT:
+        del _COMPILED[next(iter(_COMPILED))]
+
+
 def numba_type(t: TensorType) -> Any:
     if t.shape == ():
         if t.weak:
@@ -57,7 +70,7 @@ def numba_type(t: TensorType) -> Any:
 def _param(name: str, taken: set[str]) -> str:
     base = re.sub(r"\W", "_", name) or "arg"
     if base[0].isdigit() or base in ("np", "numba", "math") or base.startswith("v") and base[1:].isdigit() \
-            or base in _NAMESPACE:
+            or base in _NAMESPACE or re.fullmatch(r"n\d+_\d+", base):
         base = "a_" + base
     candidate, k = base, 1
     while candidate in taken:
@@ -78,6 +91,9 @@ def generate(graph: Graph, options: Mapping[str, Any] | None = None) -> Emitter:
     mutated = {graph.inputs[i] for i, _ in graph.mutations}
     name = _param(config.option(options, "name"), set())
     em.write(0, f"def loops_{name}({', '.join(params)}):")
+    for value, variable, expr in sizes.plan(graph, params, options):
+        em.write(1, f"{variable} = {expr}  # a run-time extent (sizes.py)")
+        em.sizes[value] = variable
     outs, scope = em.emit_graph(graph, 1, mutated)
     results = []
     final = {value for _, value in graph.mutations}
@@ -132,16 +148,22 @@ class RegionDriver:
         logging.getLogger("jitgraph.kernels").debug("jitgraph: loop driver %s:\n%s", self.filename, self.source)
         self.codegen_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        try:
-            with compiling(f"loop driver {em.function_name}"):
-                self.dispatcher = numba.njit(**flags)(self.python_function)
-                self.dispatcher.compile(signature)
-        except Exception as exc:  # Numba rejected the source: report which part, run eagerly
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UnsupportedError(f"Numba could not compile the loop driver: {first}",
-                                   hint="the graph runs on the eager backend; see .source for the generated code"
-                                   ) from exc
-        self.dispatcher.disable_compile()
+        key = (_COMMENT.sub("", self.source), signature, tuple(sorted(flags.items())))
+        self.shared = key in _COMPILED  # the same source for another graph (other sizes): compiled once
+        if self.shared:
+            self.dispatcher = _COMPILED[key]
+        else:
+            try:
+                with compiling(f"loop driver {em.function_name}"):
+                    self.dispatcher = numba.njit(**flags)(self.python_function)
+                    self.dispatcher.compile(signature)
+            except Exception as exc:  # Numba rejected the source: report which part, run eagerly
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UnsupportedError(f"Numba could not compile the loop driver: {first}",
+                                       hint="the graph runs on the eager backend; see .source for the generated code"
+                                       ) from exc
+            self.dispatcher.disable_compile()
+            _remember(key, self.dispatcher)
         self.compile_seconds = time.perf_counter() - started
         self._out_types = [o.type for o in graph.outputs]
         self._mutated = [i for i, _ in graph.mutations]

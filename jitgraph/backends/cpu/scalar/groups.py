@@ -147,10 +147,10 @@ class _Sweeps:
         outputs = set(body.outputs)
         for n in self.members:  # escaping arrays, allocated before the loops
             if n in outputs and is_array(n):
-                em.write(indent, f"{self.names[n]} = np.empty({n.tensor_type.shape!r}, "
+                em.write(indent, f"{self.names[n]} = np.empty({em.shape_text(n.tensor_type.shape)}, "
                                  f"{dtype_ctor(n.tensor_type.dtype)})")
         for k, a in enumerate(self.outer_axes):
-            em.write(indent + k, f"for {self.loop_vars[a]} in range({info.domain[a]}):")
+            em.write(indent + k, f"for {self.loop_vars[a]} in range({em.size(info.domain[a])}):")
         at = indent + len(self.outer_axes)
         levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
         written: set[Node] = set()
@@ -202,7 +202,7 @@ class _Sweeps:
             self.scalars[n] = name
         reduced = list(info.raxes)
         for k, a in enumerate(reduced):
-            em.write(at + k, f"for {self.loop_vars[a]} in range({info.domain[a]}):")
+            em.write(at + k, f"for {self.loop_vars[a]} in range({em.size(info.domain[a])}):")
         inner = at + len(reduced)
         texts: dict[Node, str] = {}
         for n in order:
@@ -247,7 +247,7 @@ class _ColumnSweeps(_Sweeps):
         outputs = set(body.outputs)
         for n in self.members:
             if n in outputs and is_array(n):
-                em.write(indent, f"{self.names[n]} = np.empty({n.tensor_type.shape!r}, "
+                em.write(indent, f"{self.names[n]} = np.empty({em.shape_text(n.tensor_type.shape)}, "
                                  f"{dtype_ctor(n.tensor_type.dtype)})")
         levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
         written: set[Node] = set()
@@ -266,7 +266,7 @@ class _ColumnSweeps(_Sweeps):
 
     def _over_outer(self, indent: int) -> int:
         for k, a in enumerate(self.outer_axes):
-            self.em.write(indent + k, f"for {self.loop_vars[a]} in range({self.info.domain[a]}):")
+            self.em.write(indent + k, f"for {self.loop_vars[a]} in range({self.em.size(self.info.domain[a])}):")
         return indent + len(self.outer_axes)
 
     def outer_values(self, level: int, at: int) -> None:
@@ -277,7 +277,7 @@ class _ColumnSweeps(_Sweeps):
             return
         for n in todo:
             if not (n in self.body.outputs and is_array(n)):
-                self.em.write(at, f"e{self.names[n][1:]} = np.empty({self.outer_shape!r}, "
+                self.em.write(at, f"e{self.names[n][1:]} = np.empty({self.em.shape_text(self.outer_shape)}, "
                                   f"{dtype_ctor(n.tensor_type.dtype)})")
         inner = self._over_outer(at)
         for n in todo:
@@ -294,7 +294,7 @@ class _ColumnSweeps(_Sweeps):
         for n in targets:
             acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
             name = "r" + self.names[n][1:]
-            em.write(at, f"{name} = np.empty({self.outer_shape!r}, {dtype_ctor(acc)})")
+            em.write(at, f"{name} = np.empty({em.shape_text(self.outer_shape)}, {dtype_ctor(acc)})")
             accumulators[n] = f"{name}[{self.outer_index}]"
         if targets:
             start = self._over_outer(at)
@@ -302,7 +302,7 @@ class _ColumnSweeps(_Sweeps):
                 acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
                 em.write(start, f"{accumulators[n]} = {shared.reduction_init(n.op, acc)}")
         for a in range(len(self.info.domain)):
-            em.write(at + a, f"for {self.loop_vars[a]} in range({self.info.domain[a]}):")
+            em.write(at + a, f"for {self.loop_vars[a]} in range({em.size(self.info.domain[a])}):")
         inner = at + len(self.info.domain)
         texts: dict[Node, str] = {}
         for n in order:

@@ -47,13 +47,13 @@ def check(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...], indent:
                     safe[entry.k] = em.scope.checked[key]
                 elif em.prange_flag is not None and size > 0:
                     em.flag_used = True
-                    name = f"ix{len(em.lines)}"
-                    em.write(indent, f"{name} = {var} if -{size} <= {var} < {size} else 0")
-                    em.write(indent, f"if not -{size} <= {var} < {size}:")
+                    name, n = f"ix{len(em.lines)}", em.size(size)
+                    em.write(indent, f"{name} = {var} if -{n} <= {var} < {n} else 0")
+                    em.write(indent, f"if not -{n} <= {var} < {n}:")
                     em.write(indent + 1, f"{em.prange_flag}[0] = True")
                     safe[entry.k] = em.scope.checked[key] = name
                 elif em.prange_flag is None:
-                    safe[entry.k] = em.scope.checked[key] = _checked_index(em, var, size, dim, indent)
+                    safe[entry.k] = em.scope.checked[key] = _checked_index(em, var, em.size(size), dim, indent)
                 else:  # size 0 inside a prange: every index is out of bounds
                     em.write(indent, f"if not -{size} <= {var} < {size}:")
                     em.write(indent + 1, f'raise IndexError("index out of bounds for axis {dim} with size {size}")')
@@ -61,13 +61,17 @@ def check(em: Emitter, x: Node, spec: tuple, operands: tuple[Node, ...], indent:
     return safe
 
 
-def _checked_index(em: Emitter, var: str, size: int, dim: int, indent: int) -> str:
-    """``ixN = np.uint64(var)``, wrapped when negative; IndexError (NumPy's) when outside ``[-size, size)``."""
+def _checked_index(em: Emitter, var: str, size: str, dim: int, indent: int) -> str:
+    """``ixN = np.uint64(var)``, wrapped when negative; IndexError (NumPy's) when outside ``[-size, size)``.
+    ``size`` is a literal or a run-time extent (compared as unsigned: Numba would compare uint64 with int64 as
+    floats); the message names the size only when it is a literal (the source is shared across sizes)."""
     name = f"ix{len(em.lines)}"
+    limit = size if size.isdigit() else f"np.uint64({size})"
+    told = f" with size {size}" if size.isdigit() else ""
     em.write(indent, f"{name} = np.uint64({var})")
-    em.write(indent, f"if {name} >= {size}:  # negative (wraps around) or out of bounds")
+    em.write(indent, f"if {name} >= {limit}:  # negative (wraps around) or out of bounds")
     em.write(indent + 1, f"if not -{size} <= {var} < 0:")
-    em.write(indent + 2, f'raise IndexError("index out of bounds for axis {dim} with size {size}")')
+    em.write(indent + 2, f'raise IndexError("index out of bounds for axis {dim}{told}")')
     em.write(indent + 1, f"{name} = np.uint64({var} + {size})")
     return name
 
@@ -133,8 +137,8 @@ def emit_view(em: Emitter, node: Node, indent: int) -> None:
     # and an A operand keeps a product off BLAS
     reverse = node.op == "transpose" and tuple(a["axes"]) == tuple(range(x.tensor_type.ndim))[::-1]
     text = {"transpose": lambda: f"{em.var[x]}.T" if reverse else f"{em.var[x]}.transpose({tuple(a['axes'])!r})",
-            "reshape": lambda: f"{em.var[x]}.reshape({tuple(node.tensor_type.shape)!r})",
-            "broadcast_to": lambda: f"np.broadcast_to({em.var[x]}, {tuple(a['shape'])!r})"}[node.op]()
+            "reshape": lambda: f"{em.var[x]}.reshape({em.shape_text(node.tensor_type.shape)})",
+            "broadcast_to": lambda: f"np.broadcast_to({em.var[x]}, {em.shape_text(a['shape'])})"}[node.op]()
     name = em.vname(node)
     em.write(indent, f"{name} = {text}")
     em.var[node] = name

@@ -45,7 +45,7 @@ def scalar_tree(em: Emitter, node: Node, loop_vars: list[str]) -> str:
 def _loops(em: Emitter, shape: tuple[int, ...], indent: int) -> tuple[list[str], int]:
     names = [f"f{d}" for d in range(len(shape))]
     for d, extent in enumerate(shape):
-        em.write(indent + d, f"for {names[d]} in range({extent}):")
+        em.write(indent + d, f"for {names[d]} in range({em.size(extent)}):")
     return names, indent + len(shape)
 
 
@@ -53,7 +53,7 @@ def emit_map(em: Emitter, node: Node, indent: int) -> None:
     """An elementwise array op (and the producers inlined into it) as one loop nest writing a fresh array."""
     t = node.tensor_type
     name = em.vname(node)
-    em.write(indent, f"{name} = np.empty({t.shape!r}, {dtype_ctor(t.dtype)})")
+    em.write(indent, f"{name} = np.empty({em.shape_text(t.shape)}, {dtype_ctor(t.dtype)})")
     loop_vars, inner = _loops(em, t.shape, indent)
     em.write(inner, f"{name}[{', '.join(loop_vars)}] = {scalar_tree(em, node, loop_vars)}")
     em.var[node] = name
@@ -100,7 +100,7 @@ def emit_arg_reduce(em: Emitter, node: Node, indent: int) -> None:
     if node.attrs.get("keepdims"):
         out_index = ["0" if d == axis else loop_vars[d] for d in range(len(shape))] if t.ndim == len(shape) \
             else ["0"] * t.ndim
-    em.write(indent, f"{name} = np.empty({t.shape!r}, np.int64)")
+    em.write(indent, f"{name} = np.empty({em.shape_text(t.shape) if t.shape else '()'}, np.int64)")
     better = ">" if node.op == "argmax" else "<"
     scan = (_scan_row if axis == len(shape) - 1 else _scan_columns)
     scan(em, name, (source, dtype_ctor(xt.dtype)), shape, axis, loop_vars, ", ".join(out_index), better, indent)
@@ -118,13 +118,13 @@ def _scan_row(em: Emitter, name: str, array: tuple[str, str], shape: tuple[int, 
     source = array[0]
     at = indent
     for d in range(len(shape) - 1):
-        em.write(at, f"for {loop_vars[d]} in range({shape[d]}):")
+        em.write(at, f"for {loop_vars[d]} in range({em.size(shape[d])}):")
         at += 1
     scan, tag = loop_vars[axis], name[1:]
     em.write(at, f"b{tag} = {_read(source, loop_vars, axis, '0')}")
     em.write(at, f"i{tag} = 0")
     em.write(at, f"if b{tag} == b{tag}:  # no NaN first: scan on")
-    em.write(at + 1, f"for {scan} in range(1, {shape[axis]}):")
+    em.write(at + 1, f"for {scan} in range(1, {em.size(shape[axis])}):")
     em.write(at + 2, f"e{tag} = {_read(source, loop_vars, axis, scan)}")
     em.write(at + 2, f"if e{tag} != e{tag}:  # the first NaN is the answer")
     em.write(at + 3, f"i{tag} = {scan}")
@@ -141,17 +141,17 @@ def _scan_columns(em: Emitter, name: str, array: tuple[str, str], shape: tuple[i
     kept in an array (side by side, so the compare-and-select vectorises); a NaN sticks once found."""
     (source, ctor), tag = array, name[1:]
     outer = [d for d in range(len(shape)) if d != axis]
-    em.write(indent, f"b{tag} = np.empty({tuple(shape[d] for d in outer)!r}, {ctor})")
+    em.write(indent, f"b{tag} = np.empty({em.shape_text([shape[d] for d in outer])}, {ctor})")
     best = f"b{tag}[{', '.join(loop_vars[d] for d in outer)}]"
     at = indent
     for d in outer:
-        em.write(at, f"for {loop_vars[d]} in range({shape[d]}):")
+        em.write(at, f"for {loop_vars[d]} in range({em.size(shape[d])}):")
         at += 1
     em.write(at, f"{best} = {_read(source, loop_vars, axis, '0')}")
     em.write(at, f"{name}[{out}] = 0")
     at = indent
     for d in range(len(shape)):
-        em.write(at, f"for {loop_vars[d]} in range({1 if d == axis else 0}, {shape[d]}):")
+        em.write(at, f"for {loop_vars[d]} in range({1 if d == axis else 0}, {em.size(shape[d])}):")
         at += 1
     em.write(at, f"e{tag} = {_read(source, loop_vars, axis, loop_vars[axis])}")
     em.write(at, f"c{tag} = {best}")
@@ -195,5 +195,5 @@ def emit_store(em: Emitter, target: str, node: Node, indent: int, safe: dict[int
     else:
         src = cast_text(em.var[value], value.tensor_type.dtype, xt.dtype)
     for d, extent in enumerate(region):
-        em.write(indent + d, f"for {loop_vars[d]} in range({extent}):")
+        em.write(indent + d, f"for {loop_vars[d]} in range({em.size(extent)}):")
     em.write(indent + len(region), f"{target}[{', '.join(parts)}] = {src}")

@@ -90,9 +90,9 @@ def emit_creation(em: Emitter, node: Node, indent: int) -> str:
     a = node.attrs
     ctor = dtype_ctor(t.dtype)
     if node.op in ("zeros", "ones", "empty"):
-        return f"np.{node.op}({t.shape!r}, {ctor})"
+        return f"np.{node.op}({em.shape_text(t.shape) if t.shape else '()'}, {ctor})"
     if node.op == "full":
-        return f"np.full({t.shape!r}, {ctor}({a['value']!r}), {ctor})"
+        return f"np.full({em.shape_text(t.shape) if t.shape else '()'}, {ctor}({a['value']!r}), {ctor})"
     if node.op == "arange":
         return f"np.arange({a['start']!r}, {a['stop']!r}, {a['step']!r}).astype({ctor})"
     if node.op == "eye":

@@ -136,7 +136,7 @@ def _split_sum(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node 
         return False
     ctor = dtype_ctor(acc.type.dtype)  # type: ignore[union-attr]
     total, ind = em.var[acc], em.vname(induction)
-    start, stop = em.var[node.inputs[0]], em.var[node.inputs[1]]
+    start, stop = em.bound(node.inputs[0]), em.bound(node.inputs[1])
     partial = [total] + [f"{total}_{j}" for j in range(1, SPLIT)]
     for name in partial[1:]:
         em.write(indent, f"{name} = {ctor}(0)")
@@ -199,7 +199,7 @@ def _dot_call(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node |
     if None in views:
         return False
     total = em.var[acc]
-    start, stop = (em.var[i] for i in node.inputs[:2])
+    start, stop = (em.bound(i) for i in node.inputs[:2])
     em.write(indent, f"{total} = dot_range({views[0]}, {views[1]}, np.int64({start}), np.int64({stop}), {total})"
                      f"  # {em.names[node]}: np.dot, summed in any order (vectorised)")
     em.serial_reasons[node] = "np.dot in one vectorised call (dot_range)"
@@ -262,7 +262,7 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     parallel = bool(verdict) and all(in_place)
     reason = verdict.reason if bool(verdict) == parallel else "an iteration result was not updated in place"
     em.serial_reasons[node] = reason
-    start, stop, step = (em.var[i] for i in node.inputs[:3])
+    start, stop, step = em.bound(node.inputs[0]), em.bound(node.inputs[1]), em.var[node.inputs[2]]
     rng = f"numba.prange({start}, {stop})" if parallel else f"range({start}, {stop}, {step})"
     comment = f"  # {label}: {'?' if trips is None else trips} trips, {'prange' if parallel else 'serial'}: {reason}"
     em.lines[header] = "    " * indent + f"for {em.var[induction]} in {rng}:{comment}"

@@ -1,0 +1,92 @@
+"""Issue 20, backend side: a loop region whose bound is an input's extent reads it at run time
+(``jitgraph.backends.cpu.scalar.sizes``), so graphs that differ only in that size generate the same driver source and
+share one Numba compile; every length still matches eager NumPy, index checks included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jitgraph
+from jitgraph.backends.cpu.scalar import compile_regions
+from jitgraph.ir.graph import GraphBuilder, Node
+from jitgraph.ir.ops.control import build_loop
+from jitgraph.ir.types import TensorType
+from tests.control_flow.helpers import at, check_against_eager, put
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def rnn(xs, h, wx, wh):
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ wx + h @ wh)
+    return h
+
+
+def _drivers(compiled: Any) -> list[Any]:
+    return [e.compiled for e in compiled.explain().entries if e.mode == "graph"]
+
+
+def test_rnn_over_several_lengths_compiles_the_driver_once() -> None:
+    rng = np.random.default_rng(0)
+    wx, wh = (rng.standard_normal((6, 6)).astype(np.float32) * 0.3 for _ in range(2))
+    compiled = jitgraph.compile(rnn)
+    for n in (4, 7, 5):
+        xs, h = rng.standard_normal((n, 6)).astype(np.float32), np.zeros(6, np.float32)
+        got, want = compiled(xs, h.copy(), wx, wh), rnn(xs, h.copy(), wx, wh)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    drivers = _drivers(compiled)
+    assert len(drivers) >= 2 and all(d.fallback_reason() is None for d in drivers)
+    assert "range(0, n0_0, 1)" in drivers[0].source, drivers[0].source
+    assert all(d.shared for d in drivers[1:])  # one Numba compile for every length
+    assert all(d.compile_times()["numba"] < 0.05 for d in drivers[1:])
+
+
+def lookahead(xs):
+    total = 0.0
+    for t in range(xs.shape[0]):
+        total += xs[t] * xs[t + 1]  # reads past the end on the last step: IndexError, as in NumPy
+    return total
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_an_index_past_a_runtime_extent_still_raises(n: int) -> None:
+    xs = np.arange(float(n))
+    with pytest.raises(IndexError):
+        lookahead(xs)
+    with pytest.raises(IndexError):
+        jitgraph.compile(lookahead)(xs)
+
+
+def _scan_graph(n: int, dynamic: bool) -> Any:
+    """``y[i] = y[i - 1] + x[i]`` for i in 1..n over an (n, 3) input, column 0; hand-built."""
+    b = GraphBuilder()
+    x = b.input(TensorType((n, 3), F64), "x")
+    y0 = b.op("zeros", shape=(n,), dtype=F64)
+
+    def body(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
+        prev = at(rb, y, rb.op("subtract", i, rb.const(1)))
+        return [put(rb, y, rb.op("add", prev, at(rb, x, i, 0)), i)]
+
+    (y,) = build_loop(b, 1, n, 1, [y0], body)
+    g = b.build([y])
+    return g, compile_regions(g, {"dynamic_dims": "all"} if dynamic else None)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_graphs_differing_in_a_loop_bound_share_one_compile(dynamic: bool) -> None:
+    g5, d5 = _scan_graph(5, dynamic)
+    g9, d9 = _scan_graph(9, dynamic)
+    assert d9.shared, (d5.source, d9.source)
+    for g, d, n in ((g5, d5, 5), (g9, d9, 9)):
+        check_against_eager(g, d, [np.arange(3.0 * n).reshape(n, 3)])
+
+
+def test_sizes_that_do_not_bound_a_loop_stay_literal_unless_all_are_dynamic() -> None:
+    _, fixed = _scan_graph(6, False)
+    assert "np.zeros((n0_0,)" in fixed.source and "x.shape[1]" not in fixed.source, fixed.source
+    _, everything = _scan_graph(6, True)
+    assert "n0_1 = x.shape[1]" in everything.source, everything.source
