@@ -1,6 +1,8 @@
 """NumPy table entries for functions NumPy itself writes in Python on top of others (issue 19's "beyond the table"):
 ``np.roll``, ``np.tensordot``, ``np.kron``, ``np.ptp``, ``np.append``, ``np.nan_to_num``, ``np.trapezoid``,
-``np.corrcoef``, ``np.diagflat``, and the creators of constant arrays ``np.tri``, ``np.triu_indices``,
+``np.corrcoef``, ``np.diagflat``; NumPy routines run inside the graph as ops of their own (``np.convolve``,
+``np.correlate``, ``np.interp``, ``np.digitize``, ``np.cross``, ``np.partition``, ``np.argpartition``); and the
+creators of constant arrays ``np.tri``, ``np.triu_indices``,
 ``np.tril_indices``, ``np.logspace``, ``np.geomspace``, ``np.indices``.
 
 Each lowering follows NumPy's own implementation step by step (``tensordot`` transposes, reshapes and calls ``dot``;
@@ -215,6 +217,66 @@ def _diagflat(tx: TraceContext, v: Any, k: int = 0) -> Any:
     return tx.fresh(out, "array")
 
 
+# ---- NumPy routines run inside the graph (jitgraph/ir/ops/numpy_calls.py) --------------------------------------
+def _plain_kwargs(tx: TraceContext, what: str, **kwargs: Any) -> dict[str, Any]:
+    if contains_tarray(list(kwargs.values())) or not is_plain(list(kwargs.values())):
+        tx.graph_break(f"{what} with {', '.join(kwargs)} computed from array data")
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in kwargs.items()}
+
+
+def _sliding(name: str) -> Any:
+    def lowering(tx: TraceContext, a: Any, v: Any, mode: str = "full" if name == "convolve" else "valid") -> Any:
+        attrs = _plain_kwargs(tx, f"np.{name}", mode=mode)
+        return tx.fresh(tx.op(name, tx.read(as_array(tx, a)), tx.read(as_array(tx, v)), **attrs), "array")
+
+    return lowering
+
+
+TABLE.functions[np.convolve] = _sliding("convolve")
+TABLE.functions[np.correlate] = _sliding("correlate")
+
+
+@numpy(np.interp)
+def _interp(tx: TraceContext, x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+            period: Any = None) -> Any:
+    attrs = _plain_kwargs(tx, "np.interp", left=left, right=right, period=period)
+    xv = as_array(tx, x)
+    node = tx.op("interp", tx.read(xv), tx.read(as_array(tx, xp)), tx.read(as_array(tx, fp)), **attrs)
+    return tx.result(node) if xv.kind != "array" else tx.fresh(node, "array")
+
+
+@numpy(np.digitize)
+def _digitize(tx: TraceContext, x: Any, bins: Any, right: bool = False) -> Any:
+    attrs = _plain_kwargs(tx, "np.digitize", right=right)
+    xv = as_array(tx, x)
+    node = tx.op("digitize", tx.read(xv), tx.read(as_array(tx, bins)), **attrs)
+    return tx.result(node) if xv.kind != "array" else tx.fresh(node, "array")
+
+
+@numpy(np.cross)
+def _cross(tx: TraceContext, a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+           axis: Any = None) -> Any:
+    if (axisa, axisb, axisc, axis) != (-1, -1, -1, None):
+        tx.graph_break("np.cross along axes other than the last is not supported by the tracer")
+    return tx.fresh(tx.op("cross", tx.read(as_array(tx, a)), tx.read(as_array(tx, b))), "array")
+
+
+def _partitioner(name: str) -> Any:
+    def lowering(tx: TraceContext, a: Any, kth: Any, axis: Any = -1, kind: str = "introselect",
+                 order: Any = None) -> Any:
+        if order is not None or kind != "introselect":
+            tx.graph_break(f"np.{name} with order= or another kind")
+        kths = _plain_ints(tx, kth, f"np.{name}: kth")
+        attrs = _plain_kwargs(tx, f"np.{name}", axis=axis)
+        return tx.fresh(tx.op(name, tx.read(as_array(tx, a)), kth=kths, **attrs), "array")
+
+    return lowering
+
+
+TABLE.functions[np.partition] = _partitioner("partition")
+TABLE.functions[np.argpartition] = _partitioner("argpartition")
+
+
 # ---- constant creators -----------------------------------------------------------------------------------------
 def _constant_creator(fn: Any) -> Any:
     def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
@@ -239,5 +301,9 @@ TABLE.note("axes computed from array data", np.tensordot)
 TABLE.note("out=", np.ptp)
 TABLE.note("copy=False; complex input; replacement values from array data", np.nan_to_num)
 TABLE.note("y=, dtype=", np.corrcoef)
+TABLE.note("runs through NumPy (never inside a kernel or loop body)", np.convolve, np.correlate, np.interp,
+           np.digitize)
+TABLE.note("axes other than the last; 2-vectors; runs through NumPy", np.cross)
+TABLE.note("kind=, order=; kth from array data; runs through NumPy", np.partition, np.argpartition)
 TABLE.note("arguments computed from array data (the result is NumPy's, a constant)", np.tri, np.triu_indices,
            np.tril_indices, np.logspace, np.geomspace, np.indices)

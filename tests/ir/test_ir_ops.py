@@ -558,6 +558,28 @@ def quantile_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
     yield Case((x, np.array(1.5)), lambda v, q: np.quantile(v, q), {"fn": "quantile"})  # q > 1: ValueError at run
 
 
+@cases_for("convolve", "correlate", "interp", "digitize", "cross", "partition", "argpartition")
+def numpy_call_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    fn = getattr(np, name)
+    for i, dtype in enumerate(DTYPES):
+        x = sample((5,), dtype, rng, special=False)
+        if name in ("convolve", "correlate"):
+            for mode in ("full", "same", "valid"):
+                yield Case((x, sample((3,), np.float32, rng)), lambda a, v, m=mode: fn(a, v, mode=m), {"mode": mode})
+        elif name == "interp":
+            yield Case((x, np.arange(4.0), sample((4,), dtype, rng)), np.interp)
+        elif name == "digitize":
+            yield Case((x, np.array([-1.0, 0.0, 2.0])), lambda a, b: np.digitize(a, b, right=True), {"right": True})
+        elif name == "cross":
+            yield Case((sample((2, 3), dtype, rng), sample((3,), np.float64, rng)), np.cross)
+        else:
+            axis = 1 - i % 2
+            yield Case((sample((3, 4), dtype, rng, LAYOUTS[i % 3]),), lambda a, ax=axis: fn(a, [1, 2], axis=ax),
+                       {"kth": (1, 2), "axis": axis})
+    if name == "digitize":
+        yield Case((np.arange(3.0), np.array([0.0, 2.0, 1.0])), np.digitize)  # bins not monotonic: raises at run
+
+
 CUSTOM.update({"eigh": lapack_tuple_test, "svd": lapack_tuple_test, "histogram": histogram_test})
 
 
@@ -589,7 +611,8 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
         OpKind.LAPACK: {"solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort", "cumsum", "cumprod",
-                          "searchsorted", "histogram", "quantile"},
+                          "searchsorted", "histogram", "quantile", "convolve", "correlate", "interp", "digitize",
+                          "cross", "partition", "argpartition"},
         OpKind.CREATION: {"zeros", "ones", "full", "empty", "arange", "eye"},
         OpKind.SPECIAL: {"input", "const", "tuple_get", "check", "to_python"},
     }[kind]

@@ -83,3 +83,25 @@ def test_order_statistic_errors_are_numpys() -> None:
 def test_quantile_matches_numpy(x, q, data) -> None:
     axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
     one_graph(lambda v: (np.quantile(v, q, axis=axis), np.median(v, axis=axis)), (x,))
+
+
+# ---- convolve, correlate, interp, digitize, cross, partition (ops run by NumPy) -----------------------------------
+@pytest.mark.parametrize("call", [
+    lambda x: np.convolve(x[0], x[1, :3]), lambda x: np.convolve(x[0], x[1], "same"),
+    lambda x: np.correlate(x[0], x[1, :2], "valid"), lambda x: np.correlate(x[1, :2], x[0], "same"),
+    lambda x: np.interp(x, np.arange(4.0), x[0]), lambda x: np.interp(x[0, 0], [0.0, 1.0], [2.0, 3.0], left=-1.0),
+    lambda x: np.interp(x[0], np.arange(4.0), x[1], period=3.0), lambda x: np.digitize(x, [-1.0, 0.0, 1.0]),
+    lambda x: np.digitize(x[0], [3.0, 0.0, -3.0], right=True), lambda x: np.cross(x[:, :3], x[0, 1:]),
+    lambda x: np.partition(x, 1, axis=0), lambda x: np.partition(x, (0, 2)), lambda x: np.argpartition(x, -1, axis=None),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_numpy_routines_in_the_graph(call, dtype) -> None:
+    one_graph(call, ((X * 3).astype(dtype),), backend="cpu")
+
+
+def test_numpy_routine_errors() -> None:
+    one_graph(lambda x: np.convolve(x, x[0]), (X,), graphs=None)  # 2-D: object too deep
+    one_graph(lambda x: np.interp(x, np.arange(3.0), x[0]), (X,), graphs=None)  # xp and fp of other lengths
+    one_graph(lambda x: np.digitize(x, x[0]), (X,), (np.tile(np.arange(4.0), (3, 1)),))  # bins from the data: at run
+    one_graph(lambda x: np.partition(x, 9), (X,), graphs=None)  # kth out of bounds
+    one_graph(lambda x: np.cross(x, x), (X,), graphs=None)  # 4-vectors
