@@ -120,11 +120,20 @@ def _rank(match: re.Match[str]) -> str:
     return f"{match.group(1)}[rank {dims.count(',') + 1 if dims else 0}]"
 
 
+_CONST_INT = re.compile(r"const\((\d+)\)")
+
+
 def sizes_aside(graph: Graph | None) -> str | None:
     """The traced graph's text with every value's shape replaced by its rank: two calls that differ only in array
     sizes give the same text, so a backend failure on one is remembered for the other (a failing graph is not
-    compiled again for each new size). Attributes (reshape targets, slice bounds) stay: they may matter."""
-    return None if graph is None else _SHAPE.sub(_rank, str(graph))
+    compiled again for each new size). Integer constants equal to an input's extent (2 or more) are sizes too: the
+    bound of ``for t in range(xs.shape[0])`` (the loop driver reads it at run time, backends/cpu/scalar/sizes.py).
+    Attributes (reshape targets, slice bounds) stay: they may matter."""
+    if graph is None:
+        return None
+    extents = {str(s) for n in graph.inputs for s in getattr(n.type, "shape", ()) if s >= 2}
+    text = _SHAPE.sub(_rank, str(graph))
+    return _CONST_INT.sub(lambda m: "const(size)" if m.group(1) in extents else m.group(0), text) if extents else text
 
 
 @dataclass
