@@ -340,7 +340,9 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
             if resume.branch_cut(tx, value) == jump_when:
                 frame.jump(ins)
             return
-        resuming = resume.branch_possible(tx, value)  # (asked before a region attempt changes the builder)
+        # (asked before a region attempt changes the builder). Not in a loop of this frame: a cut per iteration
+        # runs a graph per element, slower than the loop eagerly; the loop's own break stands.
+        resuming = resume.branch_possible(tx, value) and not _in_loop(frame, frame.pc - 1)
     try:
         if not jump_when and is_while(frame, ins):
             trace_while(frame, ins, value)
@@ -354,6 +356,11 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
         if not resuming or exc.user_error is not None:
             raise
         raise resume.Retry(ordinal) from None  # trace again, cutting here (the paths may have changed objects)
+
+
+def _in_loop(frame: Frame, pc: int) -> bool:
+    """Whether the instruction at ``pc`` lies inside a loop of its frame (a backward jump passes over it)."""
+    return any(i.target is not None and i.target <= pc < k for k, i in enumerate(frame.program.instrs))
 
 
 # ---- while conditions that are and/or chains, and tests met at the bottom ----------------------------------------
