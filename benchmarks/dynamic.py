@@ -2,7 +2,9 @@
 
 Run ``python benchmarks/dynamic.py``. Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
 ``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
-cached). ``compile s`` is cold minus warm. Every row checks that compiled and eager results agree.
+cached). ``compile s`` is cold minus warm. ``variants`` are entries traced only for new sizes of dynamic dimensions
+(not recompiles); ``numba`` counts entries compiled for themselves (a loop driver whose source another size compiled
+already is shared). Every row checks that compiled and eager results agree.
 ``tests/dynamic/test_loops.py`` runs the same loops (smaller) with their entry budgets.
 """
 
@@ -153,12 +155,18 @@ def agree(a: list[Any], b: list[Any], rtol: float = 2e-3, atol: float = 2e-4) ->
                                                 atol=atol) for x, y in zip(a, b))
 
 
+def numba_compiles(f: Any) -> int:
+    """Entries whose backend artifact was compiled for them: a loop driver whose source another size already
+    compiled (run-time trip counts, ``RegionDriver.shared``) is not counted."""
+    return sum(1 for e in f.explain().entries if e.mode == "graph" and not getattr(e.compiled, "shared", False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=1, help="divide the sizes by this (quick runs)")
     args = parser.parse_args()
-    print(f"{'loop':34} {'entries':>7} {'budget':>6} {'compile s':>9} {'eager s':>8} {'cold s':>8} {'warm s':>8}  "
-          "agree  fallbacks")
+    print(f"{'loop':34} {'entries':>7} {'variants':>8} {'budget':>6} {'numba':>5} {'compile s':>9} {'eager s':>8} "
+          f"{'cold s':>8} {'warm s':>8}  agree  fallbacks")
     for loop in LOOPS:
         t0 = time.perf_counter()
         expected = loop.run(loop.step, args.scale)
@@ -171,8 +179,9 @@ def main() -> None:
         loop.run(f, args.scale)
         warm = time.perf_counter() - t0
         info = f.cache_info()
-        print(f"{loop.name:34} {info.entries:7d} {loop.budget:6d} {cold - warm:9.2f} {eager:8.3f} {cold:8.2f} "
-              f"{warm:8.3f}  {'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
+        print(f"{loop.name:34} {info.entries:7d} {getattr(info, 'size_variants', 0):8d} {loop.budget:6d} "
+              f"{numba_compiles(f):5d} {cold - warm:9.2f} {eager:8.3f} {cold:8.2f} {warm:8.3f}  "
+              f"{'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
 
 
 if __name__ == "__main__":

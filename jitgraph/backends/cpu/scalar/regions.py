@@ -313,8 +313,8 @@ def _while_facts(em: Emitter, test: Graph, body: Graph, inits: tuple[Node, ...],
         mine = body.inputs[slot]
         step = 0 if out is mine else const_int(out.inputs[1]) if out.op in ("add", "subtract") \
             and len(out.inputs) == 2 and out.inputs[0] is mine else None
-        if step is None or step < 0 or not bounds.is_int(mine):
-            continue
+        if step is None or not 0 <= step <= 2 ** 31 or not bounds.is_int(mine):
+            continue  # (a small step: a slot cannot jump past a bound the test checks and wrap around unseen)
         down, up = out.op == "subtract" or out is mine, out.op == "add" or out is mine
         bound = bounds.upper(init, em.upper)
         for region in (test, body):
