@@ -291,7 +291,8 @@ def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     results = new_ct + new_acc
     if recorded:  # what the body returned is in the history: its recomputation is dead code afterwards
         recomputed = set(copied)  # (not a value the body passes through: those come before the history reads)
-        replace = {mapping[o]: outputs_at[j] for j, o in enumerate(body.outputs[:k]) if mapping[o] in recomputed}
+        replace = {mapping[o]: outputs_at[j] for j, o in enumerate(body.outputs[:k])
+                   if mapping[o] in recomputed and not o.tensor_type.weak}  # (a weak carried value's row is strong)
         results = _redirect(bb, replace, results)
     # inputs: r, cotangents, accumulators, histories, run-time bounds, invariants (the loop's operand order)
     back_body = eliminate_dead(bb.build(results))

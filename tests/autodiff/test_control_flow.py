@@ -140,3 +140,17 @@ def test_bptt_backward_reads_the_recorded_outputs_and_compiles() -> None:
     assert body_ops.count("matmul") == 3 and "tanh" not in body_ops  # dW, dU, dh only
     compiled = g.explain().compiled_graphs
     assert compiled and not any("interpreted" in c.explain() for c in compiled)
+
+
+def test_loop_carrying_an_int_a_python_float_and_an_array() -> None:
+    """The history of every kind of carried value; outputs read back from it only where the types allow."""
+
+    def f(x, w):
+        h, n, s = x, 0, 0.0
+        for _ in range(6):
+            h = np.tanh(h * w + s)
+            n = n + 1
+            s = s + float(h[0]) * 0.1
+        return (h * n).sum() + s
+
+    check_grad(f, R.uniform(0.1, 0.5, 3), R.uniform(0.5, 0.9, 3))
