@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -227,36 +228,13 @@ def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     diff_inv = [m for m, inv in enumerate(invariants) if wants[first_inv + m] and is_float(inv)]
     hist_at = k + (1 if counted else 0)
     hists = [e.op("tuple_get", node, index=hist_at + j) for j in range(k)] if recorded else []
-
-    # bounds of the forward, as the backward body sees them: constants, or invariant inputs of the backward loop
-    runtime: list[Node] = []
-    if history.trips is not None:
-        trips: Node = e.const(history.trips)
-    elif counted:
-        trips = history.count  # type: ignore[assignment]
-    else:  # a backward loop being transposed (jvp): loop(0, trips, 1)
-        trips = node.inputs[1]
     bb = GraphBuilder()
     bb.loc = node.loc
     r = bb.input(INDEX_TYPE, "r")
     ct_in = [bb.input(_strong(carried_init[j].tensor_type), f"ct{j}") for j in diff_c]
     acc_in = [bb.input(_strong(invariants[m].tensor_type), f"acc{m}") for m in diff_inv]
     hist_in = [bb.input(h.type, f"hist{j}") for j, h in enumerate(hists)]
-
-    def bound(value: int | None, outer: Node, name: str) -> Node:
-        if value is not None:
-            return bb.const(value)
-        runtime.append(outer)
-        return bb.input(outer.type, name)
-
-    last = bound(None if history.trips is None else history.trips - 1,
-                 trips if history.trips is not None else e.sub(trips, 1), "last")
-    t = bb.op("subtract", last, r)  # the forward iteration this backward iteration undoes
-    index: Node | None = None
-    if is_loop:
-        start = bound(_constant_int(node.inputs[0]), node.inputs[0], "start")
-        step = bound(_constant_int(node.inputs[2]), node.inputs[2], "step")
-        index = bb.op("add", start, bb.op("multiply", t, step))
+    trips, t, index, runtime = _reverse_bounds(e, bb, node, history, r)
     inv_in = [bb.input(inv.type, f"inv{m}") for m, inv in enumerate(invariants)]
 
     mapping: dict[Node, Node] = {}
@@ -312,6 +290,36 @@ def loop_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
     for n, m in enumerate(diff_inv):
         result[first_inv + m] = e.op("tuple_get", loop, index=len(diff_c) + n)
     return result
+
+
+def _reverse_bounds(e: Emitter, bb: GraphBuilder, node: Node, history: History, r: Node
+                    ) -> tuple[Node, Node, Node | None, list[Node]]:
+    """The backward loop's trip count (a node of the enclosing graph), and in its body ``bb`` (index ``r``) the
+    forward iteration ``t = trips - 1 - r`` it undoes and, for a ``loop``, that iteration's index. Bounds the trace
+    knows are constants in the body; the others become inputs of the body (added to ``bb`` after its histories),
+    fed by the returned enclosing-graph nodes, which the backward loop passes before the invariants."""
+    runtime: list[Node] = []
+
+    def bound(value: int | None, outer: Any, name: str) -> Node:
+        if value is not None:
+            return bb.const(value)
+        outer = outer()
+        runtime.append(outer)
+        return bb.input(outer.type, name)
+
+    if history.trips is not None:
+        trips: Node = e.const(history.trips)
+    elif history.count is not None:
+        trips = history.count
+    else:  # a backward loop being transposed (jvp): loop(0, trips, 1)
+        trips = node.inputs[1]
+    known = None if history.trips is None else history.trips - 1
+    t = bb.op("subtract", bound(known, lambda: e.sub(trips, 1), "last"), r)
+    if node.op != "loop":
+        return trips, t, None, runtime
+    start = bound(_constant_int(node.inputs[0]), lambda: node.inputs[0], "start")
+    step = bound(_constant_int(node.inputs[2]), lambda: node.inputs[2], "step")
+    return trips, t, bb.op("add", start, bb.op("multiply", t, step)), runtime
 
 
 def cond_rule(e: Emitter, node: Node, g: list, wants: tuple[bool, ...]) -> list:
