@@ -7,6 +7,10 @@ Reading order:
 * ``function.py``     :class:`CompiledFunction`: dispatch on key and guards, recompiles and their limit, automatic
   dynamic ints, eager fallback and demotion, the per-function compile lock and pickling by reference; a miss
   compiles through the stages above.
+* ``dispatch.py``     the generated runner of each entry: its layout, guards and aliasing checked in straight-line
+  code before the generic key lookup (the warm path of a small call).
+* ``dynamic_policy.py``  what a recompile makes dynamic: int arguments, array dimensions (``dynamic=``,
+  ``mark_dynamic``), size variants.
 * ``entries.py``      a cache entry (the stages it was made from) and the hit/miss counters.
 * ``effects.py``      what an entry does when its graph raises, so effects happen in eager NumPy's order.
 * ``breaks.py``, ``refusals.py``  why a call runs eagerly, and where eager is refused (fullgraph, device arrays).

@@ -24,6 +24,7 @@ once.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import linecache
 import types
@@ -56,10 +57,13 @@ class _Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.ns: dict[str, Any] = {"ndarray": np.ndarray, "MISS": MISS, "alias_pattern": alias_pattern}
+        self.ns: dict[str, Any] = {"ndarray": np.ndarray, "generic": np.generic, "MISS": MISS,
+                                   "alias_pattern": alias_pattern}
         self.leaves: list[str] = []
         self.arrays: list[str] = []
+        self.extras: list[str] = []  # the traced guards' extra inputs (globals), of types known only at run time
         self.plain_ints: list[int | str] = []  # top-level positions holding a plain int of the dynamic range
+        self.known: dict[str, str] = {}  # argument paths as the guards write them -> the local holding the value
         self._n = 0
 
     def const(self, value: Any) -> str:
@@ -88,11 +92,13 @@ class _Writer:
         self.lines.append(f"    if {condition}:  # {why}")
         self.lines.append("        return MISS")
 
-    def walk(self, value: Any, expr: str, label: str) -> None:
-        """The checks ``keys.flatten`` makes of ``value`` (the traced call's), for the expression ``expr``."""
+    def walk(self, value: Any, expr: str, label: str, path: str | None) -> None:
+        """The checks ``keys.flatten`` makes of ``value`` (the traced call's), for the expression ``expr``; ``path``
+        is the same value as the traced guards name it (``A[0]['W1']``), None where unknown."""
         t = type(value)
         if t is np.ndarray:
             v, dtype = self.local(expr), self.const(value.dtype)
+            self.know(path, v)
             self.fail_if(f"type({v}) is not ndarray or {v}.shape != {value.shape!r} or {v}.strides != "
                          f"{value.strides!r} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})",
                          f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}")
@@ -100,6 +106,7 @@ class _Writer:
             self.arrays.append(v)
         elif t is float:
             v = self.local(expr)
+            self.know(path, v)
             self.fail_if(f"type({v}) is not float", f"{label}: a float (a graph input)")
             self.leaves.append(v)
         elif t is DynamicInt:
@@ -113,19 +120,23 @@ class _Writer:
             self.fail_if(f"type({v}) is not {t.__name__} or {v} != {self.const(value)}", f"{label} == {value!r}"[:80])
         elif t is dict:
             v = self.local(expr)
+            self.know(path, v)
             self.fail_if(f"type({v}) is not dict or len({v}) != {len(value)} or tuple({v}) != "
                          f"{self.const(tuple(value))}", f"{label}: a dict with keys {list(value)}"[:100])
             for k, item in value.items():
-                key = repr(k) if type(k) in (str, int) else self.const(k)
-                self.walk(item, f"{v}[{key}]", f"{label}[{k!r}]")
+                simple = type(k) in (str, int)
+                key = repr(k) if simple else self.const(k)
+                self.walk(item, f"{v}[{key}]", f"{label}[{k!r}]", f"{path}[{k!r}]" if path and simple else None)
         elif t is tuple or t is list:
             v = self.local(expr)
+            self.know(path, v)
             self.fail_if(f"type({v}) is not {t.__name__} or len({v}) != {len(value)}",
                          f"{label}: a {t.__name__} of {len(value)}")
             for i, item in enumerate(value):
-                self.walk(item, f"{v}[{i}]", f"{label}[{i}]")
+                self.walk(item, f"{v}[{i}]", f"{label}[{i}]", f"{path}[{i}]" if path else None)
         elif isinstance(value, np.generic):
             v = self.local(expr)
+            self.know(path, v)
             self.fail_if(f"type({v}) is not {self.const(t)}", f"{label}: a NumPy {t.__name__} (a graph input)")
             self.leaves.append(v)
         elif isinstance(value, _IDENTITY_TYPES) and not is_namedtuple(value):
@@ -141,13 +152,32 @@ class _Writer:
         self.ns["K"] = guards.constants
         self.lines.append("    try:")
         for g in guards.guards:
-            self.lines.append(f"        if not ({g.code}):  # {g.text[:80]}")
+            self.lines.append(f"        if not ({self._with_locals(g.code)}):  # {g.text[:80]}")
             self.lines.append("            return MISS")
         for k, source in enumerate(guards.extra_inputs):
-            self.lines.append(f"        x{k} = {source.code}")
+            self.lines.append(f"        x{k} = {self._with_locals(source.code)}")
             self.leaves.append(f"x{k}")
+            self.extras.append(f"x{k}")
         self.lines.append("    except Exception:")
         self.lines.append("        return MISS")
+
+    def know(self, path: str | None, local: str) -> None:
+        if path is not None:
+            self.known[ast.unparse(ast.parse(path, mode="eval"))] = local
+
+    def _with_locals(self, code: str) -> str:
+        """Guard code with the argument paths it reads (``A[0]['W1']``) replaced by the locals that already hold
+        them, so a guard does not index the arguments again."""
+        known = self.known
+        if not known:
+            return code
+
+        class Locals(ast.NodeTransformer):
+            def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+                name = known.get(ast.unparse(node))
+                return ast.Name(name, ast.Load()) if name is not None else self.generic_visit(node)
+
+        return ast.unparse(Locals().visit(ast.parse(code, mode="eval")))
 
     def aliasing(self, entry: Entry, exact: bool) -> None:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
@@ -156,28 +186,35 @@ class _Writer:
             self.lines.append(f"    if alias_pattern(leaves) != {self.const(entry.alias)}:  # aliasing as traced")
             self.lines.append("        return MISS")
             return
-        arrays = self.arrays
-        if len(arrays) < 2:
+        arrays, extras = self.arrays, self.extras
+        if len(arrays) + len(extras) < 2:
             return
-        pairs = list(itertools.combinations(arrays, 2))
-        if len(arrays) <= _PAIRWISE_MAX:
-            same = " or ".join(f"{p} is {q}" for p, q in pairs)
-        else:
-            same = f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"
-        owning = " and ".join(f"{a}.base is None" for a in arrays)
-        self.lines.append(f"    if not ({owning}) or {same}:  # not all distinct arrays owning their memory")
+        pad = "    "
+        if not extras:  # first, the usual call: distinct arrays that own their memory
+            if len(arrays) <= _PAIRWISE_MAX:
+                same = " or ".join(f"{p} is {q}" for p, q in itertools.combinations(arrays, 2))
+            else:
+                same = f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"
+            owning = " and ".join(f"{a}.base is None" for a in arrays)
+            self.lines.append(f"    if not ({owning}) or {same}:  # not all distinct arrays owning their memory")
+            pad = "        "
         owners = []
         for k, a in enumerate(arrays):  # the owner of each array's memory; 0 where it comes through another object
-            self.lines.append(f"        o{k} = id({a}) if (b := {a}.base) is None else "
+            self.lines.append(f"{pad}o{k} = id({a}) if (b := {a}.base) is None else "
                               "id(b) if type(b) is ndarray and b.base is None else 0")
+            owners.append(f"o{k}")
+        for k, x in enumerate(extras, len(arrays)):  # a global's value: an array, a number (no memory), or unknown
+            self.lines.append(f"{pad}o{k} = (id({x}) if (b := {x}.base) is None else id(b) if type(b) is ndarray and "
+                              f"b.base is None else 0) if type({x}) is ndarray else -{k + 1} if type({x}) is float "
+                              f"or isinstance({x}, generic) else 0")
             owners.append(f"o{k}")
         if len(owners) <= _PAIRWISE_MAX:
             same = " or ".join(f"{p} == {q}" for p, q in itertools.combinations(owners, 2))
         else:
             same = f"len({{{', '.join(owners)}}}) != {len(owners)}"
-        self.lines.append(f"        if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
-        self.lines.append("            if alias_pattern(leaves) is not None:")
-        self.lines.append("                return MISS")
+        self.lines.append(f"{pad}if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
+        self.lines.append(f"{pad}    if alias_pattern(leaves) is not None:")
+        self.lines.append(f"{pad}        return MISS")
 
 
 def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slow: Callable[..., Any]
@@ -194,13 +231,13 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
     try:
         w.unpack(pa, len(args))
         for i, value in enumerate(args):
-            w.walk(value, f"a{i}", names[i] if i < len(names) else f"args[{i}]")
+            w.walk(value, f"a{i}", names[i] if i < len(names) else f"args[{i}]", None if traced.dynamic else f"A[{i}]")
             _note_plain_int(w, i, value)
         if kwargs:
             w.fail_if(f"len({pk}) != {len(kwargs)} or tuple({pk}) != {w.const(tuple(kwargs))}",
                       f"keywords {list(kwargs)}")
             for k, value in kwargs.items():
-                w.walk(value, f"{pk}[{k!r}]", k)
+                w.walk(value, f"{pk}[{k!r}]", k, None if traced.dynamic else f"KW[{k!r}]")
                 _note_plain_int(w, k, value)
         else:
             w.fail_if(pk, "no keyword arguments")
@@ -212,7 +249,7 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
     if entry.check is not None:
         w.guards(entry)
     w.lines.append(f"    leaves = [{', '.join(w.leaves)}]")
-    w.aliasing(entry, exact=entry.alias is not None or bool(entry.guards.extra_inputs))
+    w.aliasing(entry, exact=entry.alias is not None)
     w.ns.update(E=entry, HITS=hits, SLOW=slow)
     w.lines += ["    next(HITS)", "    if E.fast:", "        return E.build(E.compiled(leaves), leaves, A, KW)",
                 f"    return SLOW(E, leaves, A, KW, {pa}, {pk})"]

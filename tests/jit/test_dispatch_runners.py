@@ -102,9 +102,11 @@ def test_global_guard_and_extra_input() -> None:
         np.testing.assert_array_equal(f(x), with_global(x))
         G = np.ones(4)  # another shape: a guard fails, recompile
         np.testing.assert_array_equal(f(np.ones(4)), np.ones(4) + G)
+        np.testing.assert_array_equal(f(G), G + G)  # the argument is the global: other aliasing, another entry
+        np.testing.assert_array_equal(f(G[::-1].copy()), G + G)
     finally:
         G = old
-    assert f.cache_info().entries == 2
+    assert f.cache_info().entries == 3
 
 
 def test_dynamic_int_runner_and_demotion() -> None:
