@@ -93,7 +93,7 @@ def _all_nodes(graph: Graph) -> list[Node]:
 # array that reuses the id is never seen as marked. Marks are read on a cache miss only (as torch reads them when it
 # traces): the warm path never looks at them.
 _MARKS: dict[int, tuple[weakref.ref, set[int], set[int]]] = {}
-_MARKS_LOCK = threading.Lock()
+_MARKS_LOCK = threading.RLock()  # reentrant: a weakref callback may run (garbage collection) while mark() holds it
 
 
 def mark(array: Any, dim: int | Sequence[int], dynamic: bool) -> None:
