@@ -28,7 +28,8 @@ from jitgraph.ir.graph import Graph
 from jitgraph.jit.backend_choice import check_device_backend, resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.device_outputs import device_outputs
-from jitgraph.jit.resume import ResumableArtifact, build_result, complete, first_path
+from jitgraph.jit.resume import ResumableArtifact, build_result
+from jitgraph.jit.resume_chain import complete, first_path
 from jitgraph.jit.split_run import LoweredSegments, SplitArtifact, lower_segments
 from jitgraph.passes import PassReport, run_pipeline
 from jitgraph.tracer import dynamic_ints

@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.tracer import resume
 from jitgraph.tracer.arrays import array_setitem
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_base import Lowering, LoweringTable, as_array, dtype_arg, shape_arg
 from jitgraph.tracer.numpy_shapes import memory_axes, stride_proto
 from jitgraph.tracer.scalar_builtins import conversion
+from jitgraph.tracer.split import NOT_CUT
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 TABLE = LoweringTable("numpy_creation")
@@ -263,7 +265,17 @@ def _item(tx: TraceContext, a: TArray, *args: Any) -> Any:
     return conversion(tx, float if t.dtype.kind == "f" else int, tx.fresh(node, "scalar"))
 
 
-@method("tolist", "nonzero", "tobytes", "__array__")
+@method("nonzero")
+def _nonzero_method(tx: TraceContext, a: TArray) -> Any:
+    """``a.nonzero()`` is ``np.nonzero(a)``: its size depends on the data, so the trace resumes after it
+    (tracer/resume.py), or breaks where it cannot."""
+    value = resume.data_call(tx, np.nonzero, [a], {})
+    if value is NOT_CUT:
+        _needs_data(tx, a)
+    return value
+
+
+@method("tolist", "tobytes", "__array__")
 def _needs_data(tx: TraceContext, a: TArray, *args: Any, **kwargs: Any) -> Any:
     tx.graph_break("this array method needs the array's data at trace time (.item(), .tolist(), .nonzero())")
 

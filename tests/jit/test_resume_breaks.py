@@ -14,6 +14,7 @@ import pytest
 
 import jitgraph
 import jitgraph.jit.resume
+import jitgraph.tracer.resume
 from jitgraph.errors import GraphBreakError
 
 
@@ -165,7 +166,15 @@ def divides_by_count(x):
     return float(kept.sum()) / kept.size  # ZeroDivisionError (Python numbers) when nothing is kept
 
 
+def method_nonzero_inverse(x):
+    y = np.round(x)
+    values, inverse = np.unique(y, return_inverse=True)
+    (where,) = (y > 0).nonzero()
+    return values[inverse] * 2.0, where, values.size
+
+
 CALLS = {
+    "method_nonzero_inverse": (method_nonzero_inverse, [(_data(s) * 2,) for s in (1, 2, 3)]),
     "printed_then_masked": (printed_then_masked, [(_data(s),) for s in (1, 2, 3)]),
     "written_then_masked": (written_then_masked, [(_data(s),) for s in (1, 2, 3)]),
     "mask_read": (mask_read, [(_data(s),) for s in (1, 2, 3)]),
@@ -200,6 +209,22 @@ def test_print_runs_once_per_call(capsys) -> None:
     for s in (1, 2, 3):
         compiled(_data(s))
     assert capsys.readouterr().out == "step (12,)\n" * 3
+
+
+def test_values_not_held_at_the_cut_are_recomputed(monkeypatch) -> None:
+    """The segment before a cut outputs what the interpreter still holds there; a resumed part that reads
+    anything else reruns its own segments up to the cut (pure), so the answer stays exact."""
+    monkeypatch.setattr(jitgraph.tracer.resume, "live_nodes", lambda tx: [])
+
+    def reads_earlier(x):
+        z = np.tanh(x) * 3.0
+        kept = x[x > 0]
+        return kept.sum() + z  # z: computed before the cut, read after it
+
+    compiled = _against_eager(reads_earlier, [(_data(s),) for s in (1, 2, 3)])
+    _split_no_fallback(compiled)
+    artifact = compiled.entries[0].compiled
+    assert any(node.replay for node in artifact.variants())
 
 
 def test_object_state_and_both_branches() -> None:
