@@ -557,7 +557,7 @@ def early_exit(x):
 
 def early_none(x):
     s = np.abs(x).max()
-    if s > 10.0:  # a data-dependent early return of another kind of value: no cond, and no split yet
+    if s > 10.0:  # a data-dependent early return of another kind of value: no cond; split at the branch
         return None
     return np.tanh(x) / s
 
@@ -640,10 +640,10 @@ CASES = [
     Case("whiten_nested", whiten_nested, lambda: (_X(8, 3),)),
     Case("PCA.fit_transform", PCA.fit_transform, lambda: (PCA(), _X(8, 4))),
     Case("PCA.fit_store_first", PCA.fit_store_first, lambda: (PCA(), _X(8, 4))),
-    Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="eager"),
-    Case("positive_sum", positive_sum, lambda: (_X(),), kind="eager"),
+    Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="split"),
+    Case("positive_sum", positive_sum, lambda: (_X(),), kind="split"),
     Case("early_exit", early_exit, lambda: (_X(),)),
-    Case("early_none", early_none, lambda: (_X(),), kind="eager"),
+    Case("early_none", early_none, lambda: (_X(),), kind="split"),
 ]
 
 
