@@ -226,6 +226,12 @@ def _diagonal_node(tx: TraceContext, x: Node, offset: int, axis1: int, axis2: in
     n1, n2 = t.shape[a1], t.shape[a2]
     start1, start2 = (0, offset) if offset >= 0 else (-offset, 0)
     length = max(0, min(n1 - start1, n2 - start2))
+    if t.ndim == 2 and (a1, a2) == (0, 1):
+        # A strided slice of the flattened matrix (every (n2 + 1)-th element): no index arrays, so loop bodies and
+        # kernels read it directly.
+        first = start1 * n2 + start2
+        flat = tx.op("reshape", x, shape=(-1,))
+        return tx.op("getitem", flat, spec=(slice(first, first + length * (n2 + 1), n2 + 1),))
     rest = [k for k in range(t.ndim) if k not in (a1, a2)]
     moved = tx.op("transpose", x, axes=(*rest, a1, a2))
     rows = tx.builder.const(np.arange(start1, start1 + length))
@@ -268,11 +274,11 @@ def _diag(tx: TraceContext, v: Any, k: int = 0) -> Any:
     if t.ndim != 1:
         _fail(tx, ValueError("Input must be 1- or 2-d."))
     n = t.shape[0] + abs(int(k))
-    rows = np.arange(t.shape[0]) + max(0, -int(k))
-    cols = np.arange(t.shape[0]) + max(0, int(k))
-    base = tx.op("zeros", shape=(n, n), dtype=t.dtype)
-    out = tx.op("setitem", base, x, tx.builder.const(rows), tx.builder.const(cols), spec=(Operand(0), Operand(1)))
-    return tx.fresh(out, "array")
+    first = max(0, -int(k)) * n + max(0, int(k))
+    # v stored into every (n + 1)-th element of a flat zeros (a strided slice store, no index arrays), then reshaped
+    base = tx.op("zeros", shape=(n * n,), dtype=t.dtype)
+    out = tx.op("setitem", base, x, spec=(slice(first, first + t.shape[0] * (n + 1), n + 1),))
+    return tx.fresh(tx.op("reshape", out, shape=(n, n)), "array")
 
 
 def _triangle(lower: bool) -> Any:
