@@ -7,9 +7,12 @@ import linecache
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import jitgraph
 from jitgraph.jit.dispatch import MISS, runner_source
+from jitgraph.tracer.keys import make_key
 
 G = np.arange(3.0)
 
@@ -131,3 +134,40 @@ def test_python_values_keyed_by_value_and_type() -> None:
     x = np.ones(3)
     for args in [(x, 2, True, "a"), (x, 2, True, "a"), (x, 2, 1, "a"), (x, 2, False, "a"), (x, 2, True, "b")]:
         np.testing.assert_array_equal(f(*args), scale(*args))
+
+
+def _argument(kind: str, base: np.ndarray) -> object:
+    return {
+        "f8[4]": lambda: np.arange(4.0),
+        "f4[4]": lambda: np.arange(4, dtype=np.float32),
+        ">f8[4]": lambda: np.arange(4.0).astype(">f8"),
+        "f8[::-1]": lambda: np.arange(4.0)[::-1],
+        "f8[::2]": lambda: np.arange(8.0)[::2],
+        "base[:4]": lambda: base[:4],
+        "base[2:6]": lambda: base[2:6],
+        "base[4:]": lambda: base[4:],
+        "float": lambda: 1.5,
+        "np.float32": lambda: np.float32(2.5),
+    }[kind]()
+
+
+KINDS = ["f8[4]", "f4[4]", ">f8[4]", "f8[::-1]", "f8[::2]", "base[:4]", "base[2:6]", "base[4:]", "float",
+         "np.float32"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(KINDS), st.sampled_from(KINDS + ["same"])), min_size=2, max_size=8))
+def test_runners_pick_the_entry_the_generic_path_finds(calls: list[tuple[str, str]]) -> None:
+    f = jitgraph.compile(axpy, backend="eager", cache_limit=64)
+    for first, second in calls:
+        base = np.arange(8.0)
+        a = _argument(first, base)
+        b = a if second == "same" else _argument(second, base)
+        args = (2.0, a, b)
+        leaves: list = []
+        found = f._find(make_key(args, {}, leaves), leaves, args, {})
+        taken = next((k for k, run in enumerate(f._runners) if run(args, {}) is not MISS), None)
+        if taken is not None:
+            assert found is not None and found[0] is f.entries[taken]
+        elif found is not None and f.entries.index(found[0]) < len(f._runners):
+            raise AssertionError("a runner missed its own entry")
+        np.testing.assert_allclose(f(*args), axpy(*args))
