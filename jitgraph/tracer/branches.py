@@ -332,6 +332,8 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
     loop (or the first operand of its ``and``/``or`` condition) becomes a ``while`` region, any other test a
     ``cond``."""
     tx = frame.tx
+    head = not jump_when and is_while(frame, ins)
+    chain = None if head else while_chain(frame, ins)
     resuming = tx.resume is not None and tx.resume.enabled
     if resuming:
         ordinal, cut_now = resume.next_branch(tx, value)
@@ -342,12 +344,12 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
             return
         # (asked before a region attempt changes the builder). Not in a loop of this frame: a cut per iteration
         # runs a graph per element, slower than the loop eagerly; the loop's own break stands.
-        resuming = resume.branch_possible(tx, value) and not _in_loop(frame, frame.pc - 1)
+        resuming = resume.branch_possible(tx, value) and not head and chain is None and \
+            not _in_loop(frame, frame.pc - 1)
     try:
-        if not jump_when and is_while(frame, ins):
+        if head:
             trace_while(frame, ins, value)
             return
-        chain = while_chain(frame, ins)
         if chain is not None:
             trace_while(frame, ins, value, chain)
         else:
