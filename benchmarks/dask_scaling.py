@@ -38,7 +38,7 @@ from distributed import Client, LocalCluster, wait
 import jitgraph
 import jitgraph.dask as jd
 
-ROUNDS = 3  # alternating compiled/eager training epochs per cluster
+ROUNDS = 5  # alternating compiled/eager training epochs per cluster
 
 
 def saxpy_tanh(x: np.ndarray, y: np.ndarray) -> np.ndarray:
