@@ -100,8 +100,9 @@ def main() -> None:
     kinds = available()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs, load average {load}; peers: {', '.join(kinds) or 'none installed'}")
-    print("median ms (first call s) [jitgraph's median ms in alternating blocks with that peer]")
-    print("| workload | jitgraph cold s | " + " | ".join(kinds) + " |")
+    print("median ms (first call s, compile included) [jitgraph's median ms in alternating blocks with that peer];"
+          " jitgraph's first call loads kernels when the cache already holds them")
+    print("| workload | jitgraph 1st call s | " + " | ".join(kinds) + " |")
     print("|---|---|" + "---|" * len(kinds))
     for name, (label, fn) in workloads.WORKLOADS.items():
         if args.only and name not in args.only.split(","):
