@@ -4,13 +4,14 @@ Run ``python benchmarks/loops.py`` (``--quick`` for small sizes). Every kernel i
 The jitgraph column is ``jitgraph.compile`` on the plain function: the tracer records loops, data-dependent ifs
 and whiles as regions, and the graph runs on the loop code generator (``jitgraph.backends.cpu.scalar``). ``--hand-built`` uses the ``build_*`` graphs below
 instead (the IR the tracer produces, written by hand). Every row checks that the three implementations agree
-before timing them.
+before timing them; times are medians of alternating rounds (eager, jitgraph, numba), each on fresh input copies.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -420,14 +421,25 @@ def _agree(a: Any, b: Any) -> bool:
     return bool(np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=1e-9, atol=1e-9))
 
 
-def _best(fn: Callable[[], Any], budget: float = 1.0, repeat: int = 5) -> float:
-    """Best-of wall time; a single run when one run already exceeds the budget (the eager CRC takes seconds)."""
-    times: list[float] = []
-    while len(times) < repeat and sum(times) < budget:
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
+def _alternating(calls: dict[str, Callable[..., Any] | None], args: tuple[Any, ...], rounds: int = 15,
+                 budget: float = 3.0) -> dict[str, float]:
+    """Median wall time of each call, timed in alternating rounds (eager, jitgraph, numba, eager, ...) on a fresh
+    copy of the inputs each, so load from other processes and cache state fall on all columns alike. Eager gets
+    at most 3 runs (one when a run exceeds a second: the eager CRC takes seconds); the rounds stop after the
+    budget (at least 3)."""
+    times: dict[str, list[float]] = {name: [] for name, call in calls.items() if call is not None}
+    started = time.perf_counter()
+    for r in range(rounds):
+        for name, call in calls.items():
+            if call is None or name == "eager" and (len(times[name]) >= 3 or sum(times[name]) > 1.0):
+                continue
+            fresh = _copy_args(args)
+            t0 = time.perf_counter()
+            call(*fresh)
+            times[name].append(time.perf_counter() - t0)
+        if r >= 2 and time.perf_counter() - started > budget:
+            break
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def _hand_built(k: Kernel, args: tuple[Any, ...]) -> tuple[Callable[..., Any], float]:
@@ -474,11 +486,8 @@ def run_kernel(k: Kernel, quick: bool, hand_built: bool) -> dict[str, Any]:
     if not (_agree(got, expected) and _agree(nb_value, expected)):
         raise AssertionError(f"{k.name}: jitgraph, numba and eager disagree")
 
-    def timed(call: Callable[..., Any]) -> float:
-        fresh = [_copy_args(args) for _ in range(6)]
-        return _best(lambda: call(*fresh.pop()))
-
-    return {"kernel": k.name, "eager": timed(k.fn), "jitgraph": timed(fn), "numba": timed(nb) if nb else math.nan,
+    t = _alternating({"eager": k.fn, "jitgraph": fn, "numba": nb}, args)
+    return {"kernel": k.name, "eager": t["eager"], "jitgraph": t["jitgraph"], "numba": t.get("numba", math.nan),
             "compile": compile_s, "numba_compile": nb_compile}
 
 
