@@ -1,6 +1,7 @@
 """NumPy table entries for functions NumPy itself writes in Python on top of others (issue 19's "beyond the table"):
 ``np.roll``, ``np.tensordot``, ``np.kron``, ``np.ptp``, ``np.append``, ``np.nan_to_num``, ``np.trapezoid``,
-``np.corrcoef``, ``np.diagflat``; NumPy routines run inside the graph as ops of their own (``np.convolve``,
+``np.corrcoef``, ``np.diagflat``, ``np.rot90``, ``np.dstack``, ``np.hsplit``/``vsplit``/``dsplit``, ``np.polyval``,
+``np.vander``, ``np.select``; NumPy routines run inside the graph as ops of their own (``np.convolve``,
 ``np.correlate``, ``np.interp``, ``np.digitize``, ``np.cross``, ``np.partition``, ``np.argpartition``); and the
 creators of constant arrays ``np.tri``, ``np.triu_indices``,
 ``np.tril_indices``, ``np.logspace``, ``np.geomspace``, ``np.indices``.
@@ -19,13 +20,16 @@ import numpy as np
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.tracer.context import TraceContext
+from jitgraph.tracer.numpy_arrays import _flip
 from jitgraph.tracer.numpy_base import LoweringTable, as_array, axes_arg
 from jitgraph.tracer.numpy_linalg import _cov
-from jitgraph.tracer.numpy_shapes import _concatenate, _reshape_to
-from jitgraph.tracer.values import contains_tarray, is_plain
+from jitgraph.tracer.numpy_shapes import _concatenate, _reshape_to, _transpose_to
+from jitgraph.tracer.numpy_stats import _splitter
+from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 TABLE = LoweringTable("numpy_composite")
 numpy = TABLE.numpy
+_split = _splitter(True)
 
 
 def _fail(tx: TraceContext, err: BaseException) -> None:
@@ -277,6 +281,134 @@ TABLE.functions[np.partition] = _partitioner("partition")
 TABLE.functions[np.argpartition] = _partitioner("argpartition")
 
 
+# ---- rot90, stacking and splitting by direction, polyval, vander, select ---------------------------------------
+@numpy(np.rot90)
+def _rot90(tx: TraceContext, m: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
+    """NumPy's: a view built from flips and a transpose (k mod 4 quarter turns in the plane of ``axes``)."""
+    (turns,) = _plain_ints(tx, k, "np.rot90: k")
+    ax = _plain_ints(tx, axes, "np.rot90: axes")
+    x = as_array(tx, m)
+    nd = tx.type_of(x).ndim
+    if len(ax) != 2:
+        _fail(tx, ValueError("len(axes) must be 2."))
+    if ax[0] == ax[1] or abs(ax[0] - ax[1]) == nd:
+        _fail(tx, ValueError("Axes must be different."))
+    if any(not -nd <= a < nd for a in ax):
+        _fail(tx, ValueError(f"Axes={ax} out of range for array of ndim={nd}."))
+    turns %= 4
+    if turns == 0:
+        return tx.view(x, "getitem", spec=(slice(None),))
+    if turns == 2:
+        return _flip(tx, _flip(tx, x, ax[0]), ax[1])
+    order = list(range(nd))
+    order[ax[0]], order[ax[1]] = order[ax[1]], order[ax[0]]
+    if turns == 1:
+        return _transpose_to(tx, _flip(tx, x, ax[1]), tuple(order))
+    return _flip(tx, _transpose_to(tx, x, tuple(order)), ax[1])
+
+
+@numpy(np.dstack)
+def _dstack(tx: TraceContext, tup: Any) -> Any:
+    if isinstance(tup, TArray):
+        tx.graph_break("np.dstack of one array (iterating its rows)")
+    return _concatenate(tx, [_atleast3(tx, a) for a in tup], 2)
+
+
+def _atleast3(tx: TraceContext, a: Any) -> Any:
+    x = as_array(tx, a)
+    shape = tx.type_of(x).shape
+    if len(shape) >= 3:
+        return x
+    new = (1, 1, 1) if not shape else (1, shape[0], 1) if len(shape) == 1 else shape + (1,)
+    return _reshape_to(tx, x, new)
+
+
+def _directional_split(name: str, axis_of: Any) -> Any:
+    def lowering(tx: TraceContext, ary: Any, indices_or_sections: Any) -> Any:
+        x = as_array(tx, ary)
+        nd = tx.type_of(x).ndim
+        axis = axis_of(nd)
+        if axis is None:
+            _fail(tx, ValueError(f"{name} only works on arrays of {3 if name == 'dsplit' else 2} or more dimensions"
+                                 if name != "hsplit" else "hsplit only works on arrays of 1 or more dimensions"))
+        return _split(tx, x, indices_or_sections, axis)
+
+    return lowering
+
+
+TABLE.functions[np.hsplit] = _directional_split("hsplit", lambda nd: None if nd == 0 else (0 if nd == 1 else 1))
+TABLE.functions[np.vsplit] = _directional_split("vsplit", lambda nd: 0 if nd >= 2 else None)
+TABLE.functions[np.dsplit] = _directional_split("dsplit", lambda nd: 2 if nd >= 3 else None)
+
+
+@numpy(np.polyval)
+def _polyval(tx: TraceContext, p: Any, x: Any) -> Any:
+    """NumPy's Horner loop, ``y = y * x + p[i]`` from ``zeros_like(x)``, unrolled over the coefficients."""
+    coeffs = as_array(tx, p)
+    ct = tx.type_of(coeffs)
+    if ct.ndim != 1:
+        tx.graph_break("np.polyval with coefficients that are not a 1-D array")
+    xv = as_array(tx, x)
+    xn = tx.strong(tx.read(xv))  # NumPy converts a Python number to an array first
+    y = tx.op("zeros", shape=xn.tensor_type.shape, dtype=xn.tensor_type.dtype)
+    cn = tx.read(coeffs)
+    for i in range(ct.shape[0]):
+        y = tx.op("add", tx.op("multiply", y, xn), tx.op("getitem", cn, spec=(i,)))
+    scalar = xv.kind != "array" or (not isinstance(x, TArray) and np.ndim(x) == 0)
+    return tx.result(y) if scalar else tx.fresh(y, "array")
+
+
+@numpy(np.vander)
+def _vander(tx: TraceContext, x: Any, N: Any = None, increasing: bool = False) -> Any:
+    """NumPy's: ones, then the running products of ``x`` (``multiply.accumulate``, a cumprod), columns reversed
+    unless ``increasing``."""
+    xv = tx.read(as_array(tx, x))
+    if xv.tensor_type.ndim != 1:
+        _fail(tx, ValueError("x must be a one-dimensional array or sequence."))
+    n = xv.tensor_type.shape[0]
+    (cols,) = (n,) if N is None else _plain_ints(tx, N, "np.vander: N")
+    dtype = np.promote_types(xv.tensor_type.dtype, int)
+    if cols <= 0:
+        return tx.fresh(tx.op("zeros", shape=(n, max(cols, 0)), dtype=dtype), "array")
+    ones = tx.op("ones", shape=(n, 1), dtype=dtype)
+    parts = [ones]
+    if cols > 1:
+        column = tx.op("astype", tx.op("reshape", xv, shape=(n, 1)), dtype=dtype)
+        repeated = tx.op("broadcast_to", column, shape=(n, cols - 1))
+        parts.append(tx.op("cumprod", repeated, axis=1))
+    v = parts[0] if len(parts) == 1 else tx.op("concatenate", *parts, axis=1)
+    if not increasing:
+        v = tx.op("getitem", v, spec=(slice(None), slice(None, None, -1)))
+    return tx.fresh(tx.op("copy", v), "array")
+
+
+@numpy(np.select)
+def _select(tx: TraceContext, condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """NumPy's: a full array of the default, then each choice copied where its condition holds, last to first."""
+    if isinstance(condlist, TArray) or isinstance(choicelist, TArray) or len(condlist) != len(choicelist):
+        tx.graph_break("np.select: condlist and choicelist must be lists of the same length")
+    if not condlist:
+        _fail(tx, ValueError("select with an empty condition list is not possible"))
+    # NumPy keeps Python numbers weak (NEP 50) when it picks the result type
+    choices = [tx.node(c) if type(c) in (int, float, complex) else tx.strong(tx.read(as_array(tx, c)))
+               for c in choicelist]
+    fallback = tx.node(default) if type(default) in (int, float, complex) else \
+        tx.strong(tx.read(as_array(tx, default)))
+    conds = [tx.read(as_array(tx, c)) for c in condlist]
+    if any(c.tensor_type.dtype != np.bool_ for c in conds):
+        _fail(tx, TypeError("invalid entry in condlist: should be boolean ndarray"))
+    try:
+        dtype = np.result_type(*(n.tensor_type.proto() if n.tensor_type.weak else n.tensor_type.dtype
+                                 for n in choices + [fallback]))
+    except TypeError as exc:
+        _fail(tx, TypeError(f"Choicelist and default value do not have a common dtype: {exc}"))
+    result = tx.op("astype", fallback, dtype=dtype)
+    for cond, choice in zip(reversed(conds), reversed(choices)):
+        result = tx.op("where", cond, tx.op("astype", choice, dtype=dtype), result)
+    shape = np.broadcast_shapes(*(n.tensor_type.shape for n in conds + choices + [fallback]))
+    return tx.fresh(tx.op("copy", tx.op("broadcast_to", result, shape=shape)), "array")
+
+
 # ---- constant creators -----------------------------------------------------------------------------------------
 def _constant_creator(fn: Any) -> Any:
     def lowering(tx: TraceContext, *args: Any, **kwargs: Any) -> Any:
@@ -301,6 +433,11 @@ TABLE.note("axes computed from array data", np.tensordot)
 TABLE.note("out=", np.ptp)
 TABLE.note("copy=False; complex input; replacement values from array data", np.nan_to_num)
 TABLE.note("y=, dtype=", np.corrcoef)
+TABLE.note("k or axes computed from array data", np.rot90)
+TABLE.note("one array (iterating its rows) instead of a sequence", np.dstack)
+TABLE.note("sections computed from array data", np.hsplit, np.vsplit, np.dsplit)
+TABLE.note("coefficients that are not a 1-D array (a poly1d)", np.polyval)
+TABLE.note("condlist or choicelist as one array", np.select)
 TABLE.note("runs through NumPy (never inside a kernel or loop body)", np.convolve, np.correlate, np.interp,
            np.digitize)
 TABLE.note("axes other than the last; 2-vectors; runs through NumPy", np.cross)

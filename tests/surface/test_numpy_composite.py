@@ -105,3 +105,28 @@ def test_numpy_routine_errors() -> None:
     one_graph(lambda x: np.digitize(x, x[0]), (X,), (np.tile(np.arange(4.0), (3, 1)),))  # bins from the data: at run
     one_graph(lambda x: np.partition(x, 9), (X,), graphs=None)  # kth out of bounds
     one_graph(lambda x: np.cross(x, x), (X,), graphs=None)  # 4-vectors
+
+
+# ---- rot90, dstack, hsplit/vsplit/dsplit, polyval, vander, select -----------------------------------------------
+@pytest.mark.parametrize("call", [
+    np.rot90, lambda x: np.rot90(x, 2), lambda x: np.rot90(x, -1), lambda x: np.rot90(x, 4),
+    lambda x: np.rot90(x[None], 1, axes=(2, 1)), lambda x: np.dstack([x, x * 2]), lambda x: np.dstack((x[0], x[1])),
+    lambda x: np.hsplit(x, 2), lambda x: np.hsplit(x[0], [1, 3]), lambda x: np.vsplit(x, 3),
+    lambda x: np.dsplit(x[None], [1]), lambda x: np.polyval([3, 0, 1], x), lambda x: np.polyval(x[0], x),
+    lambda x: np.polyval(x[0], 2.5), lambda x: np.vander(x[0]), lambda x: np.vander(x[1], 3, increasing=True),
+    lambda x: np.vander(x[0], 1), lambda x: np.vander(x[0], 0),
+    lambda x: np.select([x < -1, x > 1], [x * 2, x], default=-7), lambda x: np.select([x > 0], [1]),
+    lambda x: np.select([x > 0, x < 0], [x, 2.5 * x]) + np.rot90(x, 3).sum(),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_more_composites_match_numpy(call, dtype) -> None:
+    one_graph(call, ((X * 3).astype(dtype),))
+
+
+def test_more_composite_errors() -> None:
+    one_graph(lambda x: np.rot90(x, 1, axes=(0, 0)), (X,), graphs=None)
+    one_graph(lambda x: np.rot90(x, 1, axes=(0, 5)), (X,), graphs=None)
+    one_graph(lambda x: np.vsplit(x[0], 2), (X,), graphs=None)
+    one_graph(lambda x: np.hsplit(x, 3), (X,), graphs=None)  # not an equal division
+    one_graph(lambda x: np.vander(x), (X,), graphs=None)
+    one_graph(lambda x: np.select([x], [x]), (X,), graphs=None)  # conditions must be boolean
