@@ -109,6 +109,8 @@ class _CutCall:
         self.method = compile(cut.callee[1], "<jitgraph eager call>", "eval") if cut.callee[0] == "method" else None
 
     def __call__(self, env: dict[int, Any]) -> Any:
+        if self.cut.data == "branch":  # bool() of the condition: no argument to build
+            return bool(env[self.arg_pos[0]])
         values = [env[p] for p in self.arg_pos]
         args = [a(values, None, (), None) for a in self.args]
         kwargs = {k: a(values, None, (), None) for k, a in self.kwargs.items()} if self.kwargs else {}
