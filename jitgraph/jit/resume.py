@@ -44,6 +44,7 @@ log = logging.getLogger("jitgraph.breaks")
 # a function's own ``cache_limit=`` down to its artifacts).
 SEGMENT_LIMIT: int = OPTIONS["cache_limit"].default
 
+
 class ResumeError(JitgraphError):
     """A function resumed after a data-dependent break met something its traces did not foresee."""
 
@@ -106,6 +107,9 @@ class _CutCall:
         self.kwargs = {k: build_output(s, constants) for k, s in cut.kw_specs.items()}
         self.arg_pos = [pos[n] for n in cut.arg_nodes]
         self.result_pos = [pos[n] for n in cut.results]
+        # A draw's or a LAPACK call's result has the type it had when traced (checked, as split_run.py does); a
+        # data-dependent call's is the observation its child was traced for (the driver picks the child).
+        self.checks = [c for c in [cut.result_check, *cut.more_checks] if c is not None] if cut.data is None else []
         self.method = compile(cut.callee[1], "<jitgraph eager call>", "eval") if cut.callee[0] == "method" else None
 
     def __call__(self, env: dict[int, Any]) -> Any:
@@ -124,12 +128,16 @@ class _CutCall:
         positions = self.result_pos
         if not positions:
             return
-        if len(positions) == 1 and type(result) is not tuple:
+        if not self.checks and len(positions) == 1 and type(result) is not tuple:
             env[positions[0]] = result
             return
-        parts = list(result)
+        parts = list(result) if len(positions) > 1 or type(result) is tuple else [result]
         if len(parts) != len(positions):
             raise ResumeError(f"{self.cut.reason}: the call returned {len(parts)} values, not {len(positions)}")
+        for (kind, shape, dtype), part in zip(self.checks, parts):
+            if type(part) is not kind or getattr(part, "shape", ()) != shape or getattr(part, "dtype", None) != dtype:
+                raise ResumeError(f"{self.cut.reason}: the call returned {type(part).__name__} "
+                                  f"{getattr(part, 'shape', '')}, not the {kind.__name__} {shape} it returned when traced")
         env.update(zip(positions, parts))
 
 

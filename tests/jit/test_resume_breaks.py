@@ -148,6 +148,12 @@ class Tracker:
         return self.w * 2.0
 
 
+def solved_then_masked(x, a):
+    w = np.linalg.solve(a, x[:3])
+    kept = x[x > w.mean()]
+    return kept * 2.0, w
+
+
 def printed_then_masked(x):
     y = x + 1.0
     print("step", y.shape)
@@ -174,6 +180,7 @@ def method_nonzero_inverse(x):
 
 
 CALLS = {
+    "solved_then_masked": (solved_then_masked, [(_data(s), np.eye(3) * 2.0 + 0.1) for s in (1, 2, 3)]),
     "method_nonzero_inverse": (method_nonzero_inverse, [(_data(s) * 2,) for s in (1, 2, 3)]),
     "printed_then_masked": (printed_then_masked, [(_data(s),) for s in (1, 2, 3)]),
     "written_then_masked": (written_then_masked, [(_data(s),) for s in (1, 2, 3)]),
@@ -209,6 +216,27 @@ def test_print_runs_once_per_call(capsys) -> None:
     for s in (1, 2, 3):
         compiled(_data(s))
     assert capsys.readouterr().out == "step (12,)\n" * 3
+
+
+def drawn_masked(x):
+    noise = np.random.normal(size=x.shape)
+    y = x + noise
+    kept = y[y > 0]
+    return kept.sum() * 2.0, y
+
+
+def test_a_draw_before_the_break() -> None:
+    compiled = jitgraph.compile(drawn_masked)
+    for seed in (1, 2, 3):
+        x = np.linspace(-1.0, 1.0, 16)
+        np.random.seed(seed)
+        expected = drawn_masked(x.copy())
+        after = np.random.normal()
+        np.random.seed(seed)
+        _same(expected, compiled(x.copy()))
+        assert np.random.normal() == after  # the generator advanced exactly as eagerly
+    _split_no_fallback(compiled)
+
 
 
 def test_values_not_held_at_the_cut_are_recomputed(monkeypatch) -> None:
