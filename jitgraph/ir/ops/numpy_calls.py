@@ -120,7 +120,7 @@ def _partition_impl(name: str) -> Callable[..., Any]:
     fn = getattr(np, name)
 
     def impl(a: Any, kth: tuple[int, ...], axis: int | None = -1) -> Any:
-        return fn(a, list(kth), axis=axis)
+        return np.ascontiguousarray(fn(a, list(kth), axis=axis))  # NumPy keeps an F operand's order; IR types: C
 
     return impl
 
