@@ -23,7 +23,7 @@ def dot_vv(a, b):
 
 
 @numba.njit(cache=False, error_model="numpy", fastmath={"reassoc"}, nogil=True)
-def dot_range(a, b, lo, hi, acc):
+def dot_range_loop(a, b, lo, hi, acc):
     """``acc + sum(a[k] * b[k] for k in range(lo, hi))`` for 1-D ``a``, ``b``, summed in any order.
 
     np.dot leaves its summation order unspecified (BLAS blocks it), so these additions may be reassociated, which
@@ -133,3 +133,31 @@ _mm_size = numba.njit(lambda a, b: a.shape[0] * a.shape[1] * b.shape[1] // 8)
 blas_mv = _by_layout(_mv_size, dot_mv)
 blas_vm = _by_layout(_vm_size, dot_vm)
 blas_mm = _by_layout(_mm_size, dot_mm)
+
+
+# A long contiguous np.dot goes to BLAS's dot (with SciPy): from memory (an operand not in cache, as a fresh
+# triangular matrix is) it streams faster than the vectorised loop, 0.9 against 1.3 ms for the 2000-row
+# triangular solve; in cache the two are alike.
+DOT_BLAS_FROM = 256
+
+
+def _dot_range_stub(a, b, lo, hi, acc):
+    raise NotImplementedError
+
+
+@overload(_dot_range_stub)
+def _choose_dot_range(a, b, lo, hi, acc):
+    if HAVE_BLAS and a.layout in "CF" and b.layout in "CF" and a.dtype == b.dtype \
+            and str(a.dtype) in ("float32", "float64"):
+        def impl(a, b, lo, hi, acc):
+            if hi - lo >= DOT_BLAS_FROM:
+                return acc + np.dot(a[lo:hi], b[lo:hi])
+            return dot_range_loop(a, b, lo, hi, acc)
+        return impl
+    return lambda a, b, lo, hi, acc: dot_range_loop(a, b, lo, hi, acc)
+
+
+@numba.njit(cache=False, error_model="numpy", nogil=True)
+def dot_range(a, b, lo, hi, acc):
+    """:func:`dot_range_loop`, or BLAS's dot for a long range of contiguous float operands (chosen per type)."""
+    return _dot_range_stub(a, b, lo, hi, acc)
