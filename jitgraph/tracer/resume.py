@@ -131,6 +131,10 @@ def _may_cut(tx: TraceContext, values: list[Any]) -> bool:
         return False
     if state.count >= MAX_DATA_CUTS:
         return False
+    if any(not c.pure for c in tx.cuts):
+        # A print, log call or draw before this point: a later call whose value the tree cannot take (a new value
+        # past the limit, a trace that breaks) could not rerun eagerly without repeating it, so the break stands.
+        return False
     return all(passable(v) for v in values)
 
 
