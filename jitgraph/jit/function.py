@@ -36,6 +36,7 @@ from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
+from jitgraph.jit.resume import ResumableArtifact
 from jitgraph.jit.stages import Compiled, Traced, strict, trace_stage
 from jitgraph.jit.threads import compile_lock, tally
 from jitgraph.progress import compiling
@@ -400,6 +401,8 @@ class CompiledFunction(DynamicPolicy):
         try:
             lowered = traced.lower()
             stage = lowered.compile()
+            if isinstance(stage.artifact, ResumableArtifact):
+                stage.artifact.cache_limit = self.cache_limit  # the recompile limit, counted per segment
         except Exception as exc:
             backend = traced.backend
             if isinstance(exc, BackendError) or (strict() and backend == "eager"):

@@ -40,8 +40,8 @@ from jitgraph.tracer.trace import TraceResult, trace
 
 log = logging.getLogger("jitgraph.breaks")
 
-# Children per cut: the recompile limit, counted per segment. The default ``cache_limit`` (the driver does not pass
-# a function's own ``cache_limit=`` down to its artifacts).
+# Children per cut: the recompile limit, counted per segment. The default ``cache_limit``; the driver sets a
+# function's own ``cache_limit=`` on the artifact it compiled (CompiledFunction._lower).
 SEGMENT_LIMIT: int = OPTIONS["cache_limit"].default
 
 

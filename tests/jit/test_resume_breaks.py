@@ -263,9 +263,8 @@ def test_object_state_and_both_branches() -> None:
 
 
 # ---- recompile limit per segment, fullgraph, explain ------------------------------------------------------
-def test_recompile_limit_counts_per_segment(caplog, monkeypatch) -> None:
-    monkeypatch.setattr(jitgraph.jit.resume, "SEGMENT_LIMIT", 2)
-    compiled = jitgraph.compile(mask_read)
+def test_recompile_limit_counts_per_segment(caplog) -> None:
+    compiled = jitgraph.compile(mask_read, cache_limit=2)  # the function's own limit reaches its segments
     with caplog.at_level(logging.INFO, logger="jitgraph.breaks"):
         for n in (1, 2, 3, 4):  # four sizes of x[x > 0] at one cut: two children, then eager for new ones
             x = np.concatenate([np.ones(n), -np.ones(8 - n)])
