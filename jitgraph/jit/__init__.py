@@ -17,6 +17,9 @@ Reading order:
 * ``backend_choice.py``  which backend; device arrays need cuda.
 * ``explain_builder.py`` the one builder of ``ExplainResult``.
 * ``split_run.py``    a function split around eager calls (print, logging, np.random): segment graphs run in order.
+* ``resume.py``, ``resume_chain.py``  data-dependent breaks (``x[mask]``, ``np.unique``, a branch on a traced
+  number, an early return): the graph up to the break, the instruction eagerly, then the rest traced again for the
+  value observed (a guarded child per value, at most ``cache_limit`` per cut).
 * ``device_outputs.py``  the CUDA converters for returned views of device arrays (the tracer imports no backend).
 * ``call_site.py``    the user's ``file:line`` of a call, for recompile reasons.
 * ``grad.py``, ``vjp.py``  ``grad``/``value_and_grad``/``vjp``/``jvp``: a CompiledFunction whose trace step also
