@@ -90,3 +90,43 @@ def test_sizes_that_do_not_bound_a_loop_stay_literal_unless_all_are_dynamic() ->
     assert "np.zeros((n0_0,)" in fixed.source and "x.shape[1]" not in fixed.source, fixed.source
     _, everything = _scan_graph(6, True)
     assert "n0_1 = x.shape[1]" in everything.source, everything.source
+
+
+def _viterbi_graph(states: int, steps: int) -> Any:
+    """A Viterbi-like recursion, hand-built and optimised: a fused column max (leading-axis sweep), an argmax
+    along axis 0 and a row store per step, over an input of ``steps`` rows."""
+    from jitgraph.passes.manager import run_pipeline
+
+    b = GraphBuilder()
+    trans = b.input(TensorType((states, states), F64), "trans")
+    score0 = b.input(TensorType((states,), F64), "score")
+    back0 = b.input(TensorType((steps, states), F64), "back")
+
+    def step(rb: GraphBuilder, t: Node, score: Node, back: Node) -> list[Node]:
+        cand = rb.op("add", at(rb, score, slice(None), None), trans)
+        best = rb.op("argmax", cand, axis=0, keepdims=False)
+        return [rb.op("max", cand, axis=(0,), keepdims=False), put(rb, back, rb.op("astype", best, dtype=F64), t)]
+
+    score, back = build_loop(b, 0, steps, 1, [score0, back0], step)
+    g, _ = run_pipeline(b.build([score, back]), {})
+    return g
+
+
+def test_every_extent_at_run_time_shares_sweeps_and_argmax() -> None:
+    rng = np.random.default_rng(3)
+    drivers = []
+    for states, steps in ((5, 4), (7, 6)):
+        g = _viterbi_graph(states, steps)
+        driver = compile_regions(g, {"dynamic_dims": "all"})
+        drivers.append(driver)
+        check_against_eager(g, driver, [rng.standard_normal((states, states)), rng.standard_normal(states),
+                                        np.zeros((steps, states))])
+    assert drivers[1].shared, drivers[1].source
+    assert "n0_0 = trans.shape[0]" in drivers[0].source and "range(n0_0)" in drivers[0].source
+
+
+def test_explain_says_a_driver_was_shared() -> None:
+    _scan_graph(11, False)
+    _, d = _scan_graph(13, False)
+    (source,) = d.kernel_sources()
+    assert d.shared and "no Numba compile" in source.note

@@ -196,7 +196,9 @@ class RegionDriver:
         return [_convert(v, t) for v, t in zip(raw, self._out_types)]
 
     def kernel_sources(self) -> list[KernelSource]:
-        return [KernelSource(f"loop driver {self.filename}", self.source)]
+        note = "no Numba compile: an earlier graph that differs only in run-time extents compiled this source" \
+            if self.shared else ""
+        return [KernelSource(f"loop driver {self.filename}", self.source, note)]
 
     def explain(self) -> str:
         return "\n".join(str(r) for r in self.region_rows)
