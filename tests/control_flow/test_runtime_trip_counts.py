@@ -1,6 +1,7 @@
-"""Issue 20, backend side: a loop region whose bound is an input's extent reads it at run time
-(``jitgraph.backends.cpu.scalar.sizes``), so graphs that differ only in that size generate the same driver source and
-share one Numba compile; every length still matches eager NumPy, index checks included."""
+"""Issue 20, backend side: a loop region whose bound is an input's extent is compiled with the literal size first,
+and once a graph differing only in that size comes, with the extent read at run time
+(``jitgraph.backends.cpu.scalar.sizes``): that driver source serves every later size (two Numba compiles for any
+number of lengths); every length still matches eager NumPy, index checks included."""
 
 from __future__ import annotations
 
@@ -29,20 +30,21 @@ def _drivers(compiled: Any) -> list[Any]:
     return [e.compiled for e in compiled.explain().entries if e.mode == "graph"]
 
 
-def test_rnn_over_several_lengths_compiles_the_driver_once() -> None:
+def test_rnn_over_several_lengths_compiles_the_driver_twice() -> None:
     rng = np.random.default_rng(0)
     wx, wh = (rng.standard_normal((6, 6)).astype(np.float32) * 0.3 for _ in range(2))
     compiled = jitgraph.compile(rnn)
-    for n in (4, 7, 5):
+    for n in (4, 7, 5, 9):
         xs, h = rng.standard_normal((n, 6)).astype(np.float32), np.zeros(6, np.float32)
         got, want = compiled(xs, h.copy(), wx, wh), rnn(xs, h.copy(), wx, wh)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     drivers = _drivers(compiled)
-    assert len(drivers) >= 2 and all(d.fallback_reason() is None for d in drivers)
-    assert "range(0, n0_0, 1)" in drivers[0].source, drivers[0].source
-    assert all(d.shared for d in drivers[1:])  # one Numba compile for every length
-    assert all(d.compile_times()["numba"] < 0.05 for d in drivers[1:])
+    assert len(drivers) == 4 and all(d.fallback_reason() is None for d in drivers)
+    assert "range(0, 4, 1)" in drivers[0].source, drivers[0].source  # the first length: specialised
+    assert "range(0, n0_0, 1)" in drivers[1].source, drivers[1].source  # a second length: run-time trip count
+    assert not drivers[1].shared and all(d.shared for d in drivers[2:])  # ... compiled once for every later length
+    assert all(d.compile_times()["numba"] < 0.05 for d in drivers[2:])
 
 
 def lookahead(xs):
@@ -61,15 +63,16 @@ def test_an_index_past_a_runtime_extent_still_raises(n: int) -> None:
         jitgraph.compile(lookahead)(xs)
 
 
-def _scan_graph(n: int, dynamic: bool) -> Any:
-    """``y[i] = y[i - 1] + x[i]`` for i in 1..n over an (n, 3) input, column 0; hand-built."""
+def _scan_graph(n: int, dynamic: bool, column: int = 0) -> Any:
+    """``y[i] = y[i - 1] + x[i, column]`` for i in 1..n over an (n, 3) input; hand-built (each test reads its own
+    column, so no test meets another's driver source first)."""
     b = GraphBuilder()
     x = b.input(TensorType((n, 3), F64), "x")
     y0 = b.op("zeros", shape=(n,), dtype=F64)
 
     def body(rb: GraphBuilder, i: Node, y: Node) -> list[Node]:
         prev = at(rb, y, rb.op("subtract", i, rb.const(1)))
-        return [put(rb, y, rb.op("add", prev, at(rb, x, i, 0)), i)]
+        return [put(rb, y, rb.op("add", prev, at(rb, x, i, column)), i)]
 
     (y,) = build_loop(b, 1, n, 1, [y0], body)
     g = b.build([y])
@@ -78,15 +81,16 @@ def _scan_graph(n: int, dynamic: bool) -> Any:
 
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_graphs_differing_in_a_loop_bound_share_one_compile(dynamic: bool) -> None:
-    g5, d5 = _scan_graph(5, dynamic)
-    g9, d9 = _scan_graph(9, dynamic)
-    assert d9.shared, (d5.source, d9.source)
-    for g, d, n in ((g5, d5, 5), (g9, d9, 9)):
+    runs = [_scan_graph(n, dynamic, -1 if dynamic else -2) for n in (5, 9, 12)]
+    assert runs[2][1].shared and runs[1][1].shared == dynamic, [d.source for _, d in runs]
+    assert ("n0_0" in runs[0][1].source) == dynamic  # automatic: the first graph keeps its literal sizes
+    for (g, d), n in zip(runs, (5, 9, 12)):
         check_against_eager(g, d, [np.arange(3.0 * n).reshape(n, 3)])
 
 
 def test_sizes_that_do_not_bound_a_loop_stay_literal_unless_all_are_dynamic() -> None:
-    _, fixed = _scan_graph(6, False)
+    _scan_graph(6, False, 1)
+    _, fixed = _scan_graph(7, False, 1)  # a second size: the loop bound's extent at run time, not the others
     assert "np.zeros((n0_0,)" in fixed.source and "x.shape[1]" not in fixed.source, fixed.source
     _, everything = _scan_graph(6, True)
     assert "n0_1 = x.shape[1]" in everything.source, everything.source
@@ -126,7 +130,8 @@ def test_every_extent_at_run_time_shares_sweeps_and_argmax() -> None:
 
 
 def test_explain_says_a_driver_was_shared() -> None:
-    _scan_graph(11, False)
-    _, d = _scan_graph(13, False)
+    _scan_graph(11, False, 2)
+    _scan_graph(13, False, 2)
+    _, d = _scan_graph(14, False, 2)
     (source,) = d.kernel_sources()
     assert d.shared and "no Numba compile" in source.note

@@ -52,10 +52,41 @@ only in run-time extents (:mod:`.sizes`) generate the same source, and share one
 _COMPILED_LIMIT = 256
 
 
+_SEEN: dict[tuple, str] = {}
+"""Per run-time-extent source (and signature): the literal source compiled first for it (automatic dynamic)."""
+
+
 def _remember(key: tuple, dispatcher: Any) -> None:
     _COMPILED[key] = dispatcher
     while len(_COMPILED) > _COMPILED_LIMIT:
         del _COMPILED[next(iter(_COMPILED))]
+
+
+def _text(em: Emitter) -> str:
+    """The code of a generated driver, without its comments (trip counts and reasons): what a compile depends on."""
+    return _COMMENT.sub("", "\n".join(em.lines))
+
+
+def _signature(em: Emitter) -> tuple:
+    return tuple(numba_type(n.tensor_type) for n in em.graph.inputs) + tuple(numba.typeof(c)
+                                                                            for c in em.globals.values())
+
+
+def _choose(graph: Graph, options: dict[str, Any]) -> Emitter:
+    """The driver to compile (:mod:`.sizes`): with literal sizes the first time a source is met, with the loop
+    bounds' extents at run time once a graph differing only in those sizes comes (then compiled once for all of
+    them), or at run time from the start under ``dynamic_dims="all"``."""
+    if options.get("dynamic_dims") == "all":
+        return generate(graph, options)
+    dynamic = generate(graph, {**options, "dynamic_dims": "loops"})
+    if not dynamic.sizes:
+        return dynamic  # no run-time extents: the one source
+    static = generate(graph, {**options, "dynamic_dims": None})
+    key, literal = (_text(dynamic), _signature(dynamic)), _text(static)
+    first = _SEEN.setdefault(key, literal)
+    while len(_SEEN) > _COMPILED_LIMIT:
+        del _SEEN[next(iter(_SEEN))]
+    return static if first == literal else dynamic
 
 
 def numba_type(t: TensorType) -> Any:
@@ -145,7 +176,7 @@ class RegionDriver:
     def __init__(self, graph: Graph, options: Mapping[str, Any] | None = None) -> None:
         self.graph = graph
         started = time.perf_counter()
-        em = generate(graph, options)
+        em = _choose(graph, dict(options or {}))
         self.source = "\n".join(em.lines) + "\n"
         self.parallel: list[Node] = list(em.parallel)
         self.loop_reasons = dict(em.serial_reasons)
@@ -159,12 +190,11 @@ class RegionDriver:
         flags = {"error_model": "numpy", "boundscheck": config.option(opts, "boundscheck"), "nogil": True,
                  "parallel": bool(self.parallel)}
         self.const_args = tuple(em.globals.values())
-        signature = tuple(numba_type(n.tensor_type) for n in graph.inputs) + tuple(
-            numba.typeof(c) for c in self.const_args)
+        signature = _signature(em)
         logging.getLogger("jitgraph.kernels").debug("jitgraph: loop driver %s:\n%s", self.filename, self.source)
         self.codegen_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        key = (_COMMENT.sub("", self.source), signature, tuple(sorted(flags.items())))
+        key = (_text(em), signature, tuple(sorted(flags.items())))
         self.shared = key in _COMPILED  # the same source for another graph (other sizes): compiled once
         if self.shared:
             self.dispatcher = _COMPILED[key]
