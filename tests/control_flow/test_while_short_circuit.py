@@ -83,7 +83,7 @@ def test_and_chain_never_reads_past_the_end() -> None:
 
 def test_or_chain_matches_python() -> None:
     x = np.array([5.0, 4.0, 3.0, 2.0, 1.0, -1.0])
-    compiled, got, _ = _run_both(ahead_past_three, x, 0.0)
+    compiled, _, _ = _run_both(ahead_past_three, x, 0.0)
     _one_graph(compiled)
     assert compiled(x, 2.5) == ahead_past_three(x, 2.5)
 
@@ -103,3 +103,18 @@ def test_unprotected_read_still_raises_index_error() -> None:
         compiled(a, 2)
     a[0] = -1.0
     assert compiled(a.copy(), 2) == walk_down(a.copy(), 2) == 0
+
+
+def shift_back(a):
+    for s in range(a.shape[0]):
+        j = s - 3  # may start below zero: a[j + 1] then wraps around, as in NumPy
+        while j >= 0 and a[j] > 0:
+            j -= 1
+        a[j + 1] += 1.0
+    return a
+
+
+def test_a_slot_below_zero_after_the_loop_still_wraps() -> None:
+    a = np.array([1.0, -1.0, 2.0, 3.0, -2.0, 4.0])
+    compiled, _, _ = _run_both(shift_back, a)
+    _one_graph(compiled)

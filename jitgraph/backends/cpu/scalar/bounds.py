@@ -47,6 +47,24 @@ def upper(node: Node, facts: dict[Node, int]) -> int | None:
     return None
 
 
+def lower(node: Node, known_nonneg: set[Node], floors: dict[Node, int]) -> int | None:
+    """An inclusive lower bound of an integer scalar, when one is known: constants, values proven >= 0, known
+    floors (a while slot after its loop), and ``x + c`` / ``x - c`` of those."""
+    value = const_int(node)
+    if value is not None:
+        return value
+    if node in floors:
+        return floors[node]
+    if nonneg(node, known_nonneg):
+        return 0
+    if node.op in ("add", "subtract") and len(node.inputs) == 2:
+        c = const_int(node.inputs[1])
+        low = lower(node.inputs[0], known_nonneg, floors)
+        if c is not None and low is not None:
+            return low + c if node.op == "add" else low - c
+    return None
+
+
 def induction_bound(stop: Node, facts: dict[Node, int]) -> int | None:
     """The exclusive upper bound of an induction variable counting up to ``stop``, when one is known."""
     bound = upper(stop, facts)

@@ -117,6 +117,9 @@ class Emitter:
         self.nonneg: set[Node] = set()  # integer scalars proven >= 0 (for the dependence test)
         self.upper: dict[Node, int] = {}  # exclusive upper bounds of integer scalars (induction variables)
         self.magnitude: dict[Node, int] = {}  # exclusive bounds of |value| of region inputs (int64 overflow proofs)
+        self.floor: dict[Node, int] = {}  # inclusive lower bounds of integer scalars (a while slot after its loop)
+        # (while node, slot) -> (exclusive upper bound, inclusive lower bound) of the slot's value after the loop
+        self.after_while: dict[tuple[Node, int], tuple[int | None, int | None]] = {}
         self.prange_flag: str | None = None  # the error flag of the prange body being emitted
         self.flag_used = False  # whether that flag was set anywhere (else its line is removed)
         self.params: list[str] = []

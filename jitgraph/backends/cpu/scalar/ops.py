@@ -9,6 +9,7 @@ import numpy as np
 
 from jitgraph.backends.cpu.scalar import loopnest
 from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
+from jitgraph.backends.cpu.scalar.depend import const_int
 from jitgraph.backends.cpu.scalar.scope import is_array, reducible
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Node
@@ -38,6 +39,11 @@ def emit_elementwise(em: Emitter, node: Node, indent: int) -> str | None:
     if is_array(node):
         loopnest.emit_map(em, node, indent)
         return None
+    if node.op == "add" and len(node.inputs) == 2:  # ``x + c`` with x's lower bound known: maybe >= 0
+        x, c = node.inputs
+        step = const_int(c)
+        if x in em.floor and step is not None and em.floor[x] + step >= 0:
+            em.nonneg.add(node)
     return em.op_text(node, [em.var[i] for i in node.inputs])
 
 
@@ -121,6 +127,11 @@ def emit_tuple_get(em: Emitter, node: Node, indent: int) -> None:
     (src,) = node.inputs
     k = node.attrs["index"]
     em.var[node] = em.results[src][k]
+    high, low = em.after_while.get((src, k), (None, None))
+    if high is not None:
+        em.upper[node] = high
+    if low is not None:
+        em.floor[node] = low
     if is_array(node):
         roots, owned = em.result_roots[src][k]
         if len(roots) == 1 and owned == "same":

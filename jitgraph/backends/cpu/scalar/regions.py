@@ -292,7 +292,7 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
         for c, name in zip(region.inputs[:k], names):
             em.var[c] = name
         bind(em, region.inputs[k:], invariants)
-    _while_facts(em, test, body, inits, k)
+    _while_facts(em, node, test, body, inits, k)
     em.write(indent, f"while True:  # {em.names[node]}")
     em.loop_depth += 1
     (flag,), _ = em.emit_graph(test, indent + 1, set())
@@ -305,7 +305,7 @@ def emit_while(em: Emitter, node: Node, indent: int) -> None:
     em.result_roots[node] = _result_roots(em, node, inits, donated, in_place)
 
 
-def _while_facts(em: Emitter, test: Graph, body: Graph, inits: tuple[Node, ...], k: int) -> None:
+def _while_facts(em: Emitter, node: Node, test: Graph, body: Graph, inits: tuple[Node, ...], k: int) -> None:
     """Bounds of a ``while``'s integer slots: a slot the body only decreases (``j - 1``) stays below its initial
     value's bound, one it only increases stays >= 0 when it starts so; and the body runs only where the test
     holds (``while j >= 0 and a[j] > key``: ``j >= 0`` in the body). Test and body inputs line up by position."""
@@ -322,6 +322,12 @@ def _while_facts(em: Emitter, test: Graph, body: Graph, inits: tuple[Node, ...],
                 em.upper[region.inputs[slot]] = bound
             if up and nonneg(init, em.nonneg):
                 em.nonneg.add(region.inputs[slot])
+        # After the loop: below the initial bound still; and when the test holds only for a slot >= 0 (``while
+        # j >= 0 and ...``) and it starts >= 0, the last value is at least -step (``a[j + 1] = key`` is in range).
+        tested_low = test.inputs[slot] in bounds.when_true(test.outputs[0], em.upper)[0]
+        start = bounds.lower(init, em.nonneg, em.floor)
+        floor = min(start, -step) if down and tested_low and start is not None else None
+        em.after_while[(node, slot)] = (bound if down else None, floor)
     low, high = bounds.when_true(test.outputs[0], em.upper)
     for inp, mine in zip(test.inputs, body.inputs):
         if inp in low:
