@@ -86,8 +86,7 @@ def reduce_compiled(cf: CompiledFunction) -> str | tuple[Any, ...]:
     except ImportError:
         return cf.__reduce__()
 
-    payload = cloudpickle.dumps((cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, dict(cf.options)))
-    return (rebuild, (payload,))
+    return (rebuild, (cloudpickle.dumps(_arguments(cf)),))
 
 
 def reduce_plain(cf: CompiledFunction) -> str | tuple[Any, ...]:
@@ -98,7 +97,13 @@ def reduce_plain(cf: CompiledFunction) -> str | tuple[Any, ...]:
     reduced = cf.__reduce__()
     if isinstance(reduced, str):
         return reduced
-    return (rebuild, (pickle.dumps((cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, dict(cf.options))),))
+    return (rebuild, (pickle.dumps(_arguments(cf)),))
+
+
+def _arguments(cf: CompiledFunction) -> tuple[Any, ...]:
+    """What rebuilds ``cf``: the function, its backend, fullgraph, cache_limit and options -- ``dynamic=`` among
+    them (the driver keeps it apart from the options the backends see)."""
+    return (cf.fn, cf.backend, cf.fullgraph, cf.cache_limit, {**cf.options, "dynamic": cf.dynamic})
 
 
 def install() -> None:

@@ -49,3 +49,13 @@ def test_workers_launch_kernels_on_one_thread_per_task():
     environ = dask.config.get(worker_env.KEY)
     assert environ["JITGRAPH_NUM_THREADS"] == 1
     assert environ.get("OMP_NUM_THREADS") == 1  # Dask's own entries are kept
+
+
+@pytest.mark.parametrize("mode", [True, False])
+def test_rebuilt_function_keeps_its_dynamic_mode(mode) -> None:
+    """Regression: the reducers rebuilt a function from its options alone and lost ``dynamic=`` (kept apart from
+    the options the backends see), so a ``dynamic=False`` function became automatic on the worker."""
+    f = jitgraph.compile(scaled_sum, dynamic=mode)
+    for dumps, loads in ((pickle.dumps, pickle.loads), (dask_pickle.dumps, dask_pickle.loads)):
+        g = loads(dumps(f))
+        assert g.dynamic is mode and g.options == f.options
