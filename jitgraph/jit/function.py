@@ -403,6 +403,8 @@ class CompiledFunction(DynamicPolicy):
             stage = lowered.compile()
             if isinstance(stage.artifact, ResumableArtifact):
                 stage.artifact.cache_limit = self.cache_limit  # the recompile limit, counted per segment
+            elif self._runs_eagerly_instead(entry, lowered, stage):
+                return
         except Exception as exc:
             backend = traced.backend
             if isinstance(exc, BackendError) or (strict() and backend == "eager"):
@@ -417,6 +419,21 @@ class CompiledFunction(DynamicPolicy):
             self._remember_failure(entry, exc)
         if lowered is not None:
             entry.use(lowered, stage)
+
+    # A graph the CPU backend can only interpret op by op (a loop region whose body has an op without a loop-body
+    # emitter) runs slower than the user's own function, which NumPy runs with the same ops and no interpreter:
+    # such an entry runs the function eagerly. GradFunction turns this off (its graph has no eager twin).
+    interpreted_graphs_run_eagerly = True
+
+    def _runs_eagerly_instead(self, entry: Entry, lowered: Any, stage: Compiled) -> bool:
+        reason = stage.artifact.fallback_reason()
+        if (not reason or not self.interpreted_graphs_run_eagerly or entry.device or lowered.segments is not None
+                or stage.traced.backend != "cpu"):
+            return False
+        entry.break_reason = BreakReason(f"the cpu backend cannot compile this graph ({reason}); the function runs "
+                                         "eagerly, which is faster than interpreting the graph", None, None)
+        log_breaks.info("jitgraph: %s: %s", self.name, entry.break_reason.reason)
+        return True
 
     # ---- inspection -----------------------------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:

@@ -65,6 +65,8 @@ class GradFunction(CompiledFunction):
     """What ``jitgraph.grad(f)`` and friends return: call it like ``f`` (``vjp``/``jvp`` kinds take the cotangent
     or the tangents after ``f``'s arguments); ``explain()`` shows the joint forward+backward graph."""
 
+    interpreted_graphs_run_eagerly = False  # the joint graph has no eager twin: interpreting it is the fallback
+
     def __init__(self, fn: Any, spec: GradSpec, backend: str | None = None, fullgraph: bool = False,
                  cache_limit: int = 8, options: dict[str, Any] | None = None) -> None:
         if spec.kind not in KINDS:
