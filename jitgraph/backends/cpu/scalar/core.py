@@ -25,6 +25,7 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends import emitter_table as shared
 from jitgraph.backends.cpu import emitters as cpu_emitters
+from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.backends.cpu.scalar import bounds
 from jitgraph.backends.cpu.scalar.scope import Scope, is_array
 from jitgraph.errors import UnsupportedError
@@ -64,13 +65,22 @@ class DriverContext(shared.EmitContext):
     them inline), and int64 arithmetic plain where the bounds analysis proved it cannot overflow."""
 
     fits: bool = False
+    vector: bool = False
     backend = "loop driver"
 
+    def _vector_math(self, name: str) -> str | None:
+        """The vector library's function (``VM_tanh_float32``, bound in the driver's namespace) for an element of an
+        array loop nest under ``math="fast"``: as in the fused kernels, so the nest vectorises (a libm call per
+        element kept an RNN's tanh 3-5x slower than NumPy's). Scalar statements keep NumPy's scalar functions."""
+        key = (name, self.out_dtype.name)
+        return f"VM_{name}_{self.out_dtype.name}" if self.vector and key in VECTOR_MATH else None
+
     def function(self, name: str) -> str:
-        return f"np.{name}"
+        return self._vector_math(name) or f"np.{name}"
 
     def float_power(self, a: str, b: str) -> str:
-        return f"({a} ** {b})"
+        vector = self._vector_math("power")
+        return f"{vector}({a}, {b})" if vector else f"({a} ** {b})"
 
     def proven_in_range(self) -> bool:
         return self.fits
@@ -102,6 +112,7 @@ class Emitter:
         self.options = options
         self.parallel_choice = config.option(options, "parallel")
         self.parallel_min_trips = int(config.option(options, "parallel_min_trips"))
+        self.fast_math = config.option(options, "math") == "fast"
         self.var: dict[Node, str] = {}
         self.results: dict[Node, list[str]] = {}
         # Per region node and result: (outer roots it may alias, "same" | "owned" | "shared"). "same": the result
@@ -160,7 +171,8 @@ class Emitter:
 
     def op_text(self, node: Node, operands: Sequence[str]) -> str:
         """The scalar expression of elementwise ``node`` on scalar operand texts, from the shared emitter table
-        (uncast: the caller wraps it in the node's dtype)."""
+        (uncast: the caller wraps it in the node's dtype). An array node's expression is one element of a loop
+        nest: under ``math="fast"`` its transcendental functions come from the vector library."""
         emitter = cpu_emitters.EMITTERS.get(node.op)
         if emitter is None:
             raise UnsupportedError(f"the loop code generator has no emitter for {node.op!r}",
@@ -168,7 +180,8 @@ class Emitter:
         t = node.tensor_type
         fits = t.shape == () and t.dtype == np.dtype(np.int64) and bounds.fits_int64(node, self.nonneg, self.upper,
                                                                                         self.magnitude)
-        ctx = DriverContext(node, tuple(i.tensor_type.dtype for i in node.inputs), t.dtype, fits)
+        vector = self.fast_math and t.shape != ()
+        ctx = DriverContext(node, tuple(i.tensor_type.dtype for i in node.inputs), t.dtype, fits, vector)
         return emitter(list(operands), ctx)
 
     # ------------------------------------------------------------------ graphs

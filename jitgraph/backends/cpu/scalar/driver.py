@@ -25,6 +25,7 @@ from jitgraph import config
 from jitgraph.backends import eager
 from jitgraph.backends.base import KernelSource
 from jitgraph.backends.cpu import helpers
+from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.backends.cpu.scalar import runtime, sizes
 from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.scope import is_array
@@ -42,6 +43,8 @@ _NAMESPACE: dict[str, Any] = {
     "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv, "dot_vm": runtime.dot_vm, "dot_mm": runtime.dot_mm,
     "blas_mv": runtime.blas_mv, "blas_vm": runtime.blas_vm, "blas_mm": runtime.blas_mm, "dot_range": runtime.dot_range, "outer": runtime.outer,
     "copy_into": runtime.copy_into,
+    # The vector math library (core.DriverContext), as the fused kernels name it: VM_tanh_float32.
+    **{f"VM_{op}_{dtype}": fn for (op, dtype), fn in VECTOR_MATH.items()},
 }
 
 
