@@ -751,6 +751,9 @@ def main() -> None:
         print(f"not one graph ({len(fell)}): " + ", ".join(f"{r['name']}/{r['dtype']}" for r in fell))
     if below:
         print("below 0.95x: " + ", ".join(f"{r['name']}/{r['dtype']} {r['ratio']:.2f}x" for r in below))
+    worst = sorted(graph, key=lambda r: r["ratio"])[:10]
+    if worst:
+        print("worst 10 one-graph rows: " + ", ".join(f"{r['name']}/{r['dtype']} {r['ratio']:.2f}x" for r in worst))
 
 
 if __name__ == "__main__":

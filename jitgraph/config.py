@@ -95,6 +95,9 @@ ENV: dict[str, EnvVar] = {e.name: e for e in (
     EnvVar("JITGRAPH_PROGRESS", "", "1/0: show or hide the 'compiling ...' spinner (default: when stderr is a tty)"),
     EnvVar("JITGRAPH_NUM_THREADS", "", "threads a CPU kernel launch may use (default: the CPUs this process may use)"),
     EnvVar("JITGRAPH_CACHE_DIR", "", "kernel disk cache directory (default: $XDG_CACHE_HOME/jitgraph)"),
+    EnvVar("JITGRAPH_SMALL_KERNELS", "0", "1: every fused group of several ops launches its kernel however small its "
+           "arrays (the test suite sets it: its kernel tests use tiny arrays); 0: groups the cost model finds too "
+           "small for a launch to pay off run as NumPy calls inside the graph"),
     EnvVar("XDG_CACHE_HOME", "", "the kernel disk cache defaults to $XDG_CACHE_HOME/jitgraph (else ~/.cache)",
            "external"),
     EnvVar("NUMBA_CPU_NAME", "host", "Numba's target CPU; other than host, the math library assumes no FMA",

@@ -12,3 +12,4 @@ settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("JITGRAPH_VERIFY", "1")
+os.environ.setdefault("JITGRAPH_SMALL_KERNELS", "1")  # kernel tests use tiny arrays (tests/cpu/test_numpy_groups: 0)

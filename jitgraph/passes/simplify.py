@@ -43,6 +43,7 @@ from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import TensorType
 from jitgraph.passes.fold_constants import FOLD
 from jitgraph.passes.manager import register_pass
+from jitgraph.passes.moments import MOMENT_RULES
 from jitgraph.passes.rewrite import Emitter, Match, Rule, const, pat, rewrite, var
 
 
@@ -220,7 +221,7 @@ BROADCAST_RULES: tuple[Rule, ...] = tuple(
     for op, sym in (("add", "+"), ("multiply", "*"))
 )
 
-SIMPLIFY_RULES: tuple[Rule, ...] = (FOLD,) + IDENTITY_RULES + BROADCAST_RULES
+SIMPLIFY_RULES: tuple[Rule, ...] = (FOLD,) + IDENTITY_RULES + BROADCAST_RULES + MOMENT_RULES
 
 
 @register_pass("simplify")

@@ -82,8 +82,9 @@ class GroupKernel:
         self.kernel_outputs = [o for o in self.body.outputs if o is not self.head]
         self.out_walks = [self._walks(self.info.amap[o], d) for o in self.kernel_outputs]
         cost = sum(4 if math_bound(n.op) else 1 for n in self.info.amap) + len(self.uses)
-        passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
-        self.threshold = parallel_threshold(cost * passes)
+        # Sweeps over the domain: one per reduction level, then the one writing the full-shape outputs.
+        self.passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
+        self.threshold = parallel_threshold(cost * self.passes)
         self._keys: dict[tuple[tuple[int, int], ...], Any] = {}  # generated key functions, per in-place plan
         self.launches: dict[Any, Launch] = {}  # only launches whose first call finished (see __call__)
         self._first_calls = threading.Lock()  # one first call (plan, compile or load, run) at a time

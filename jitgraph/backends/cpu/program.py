@@ -21,11 +21,12 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from jitgraph import config
 from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
@@ -33,7 +34,7 @@ from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.ops.cost import numpy_is_enough
+from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 
@@ -94,8 +95,10 @@ class CpuCompiled:
         self.numpy_nodes = unfused_reasons(graph)
         self.inplace = _kernel_writes(graph)
         # Groups that run faster as their NumPy calls than as a kernel (the cost model, ir/ops/cost.py).
-        self.numpy_groups = {n: why for n, k in self.kernels.items()
-                             if (why := _numpy_instead(n, k, n in self.inplace)) is not None}
+        self.work = {n: w for n, k in self.kernels.items() if (w := _group_work(n, k, n in self.inplace)) is not None}
+        small_groups = not config.env_flag("JITGRAPH_SMALL_KERNELS")
+        self.numpy_groups = {n: why for n, w in self.work.items()
+                             if (why := numpy_is_enough(w, small_groups)) is not None}
         for n in self.numpy_groups:
             del self.kernels[n]
         self.driver_source, namespace = self._driver(self.inplace)
@@ -135,6 +138,10 @@ class CpuCompiled:
                 variants.append("BLAS gemm with beta=1 (the update folded into the product, no kernel)")
             lines.append(f"{names[node]} kernel {kernel.name} ({node.attrs['kind']}, {len(ops)} ops, domain "
                          f"{list(info.domain)}, reduces {info.raxes or '-'}; ran: {', '.join(variants) or '-'})")
+            work = self.work.get(node)
+            if work is not None and work.elements < work.parallel_from and len(work.ops) > 1:
+                lines.append(f"    a kernel rather than NumPy calls: estimated {work.kernel_us():.1f} us against "
+                             f"{work.numpy_us():.1f} us (cost model, ir/ops/cost.py)")
             lines += [f"    not fused with {cut}" for cut in node.attrs.get("cuts", ())]
             for k, j in sorted(self.inplace.get(node, {}).items()):
                 lines.append(f"    output {k} written in place into {names[node.inputs[j]]}")
@@ -169,13 +176,7 @@ class CpuCompiled:
                 ns[f"C{name}"] = m.attrs["value"]
                 local[m] = f"C{name}"
                 continue
-            ns[f"F{name}"] = OPS[m.op].impl
-            ns[f"A{name}"] = dict(m.attrs)
-            call = f"F{name}({', '.join(local[i] for i in m.inputs)}, **A{name})"
-            if isinstance(m.type, TensorType) and m.type.weak:
-                ns[f"T{name}"] = python_type(m.type.dtype)
-                call = f"T{name}({call})"
-            lines.append(f"    {name} = {call}  # {m.op}")
+            lines.append(f"    {name} = {_numpy_call(m, [local[i] for i in m.inputs], name, ns)}  # {m.op}")
             local[m] = name
         outs = [local[o] for o in body.outputs]
         lines.append(f"    {v} = {outs[0] if len(outs) == 1 else '[' + ', '.join(outs) + ']'}"
@@ -212,12 +213,7 @@ class CpuCompiled:
             elif n.op == "tuple_get":
                 lines.append(f"    {v} = {args}[{n.attrs['index']}]")
             else:
-                ns[f"F{v}"] = OPS[n.op].impl
-                ns[f"A{v}"] = dict(n.attrs)
-                call = f"F{v}({args}, **A{v})" if n.inputs else f"F{v}(**A{v})"
-                if isinstance(n.type, TensorType) and n.type.weak:
-                    ns[f"T{v}"] = python_type(n.type.dtype)
-                    call = f"T{v}({call})"
+                call = _numpy_call(n, [var[i] for i in n.inputs], v, ns)
                 lines.append(f"    {v} = {call}  # {n.op} via NumPy: {self.numpy_nodes.get(n, '')}")
             dead = [b for b in self.memory.release_after.get(k, ()) if b is not n]
             if dead:
@@ -245,15 +241,113 @@ class CpuCompiled:
         return source, ns
 
 
-def _numpy_instead(node: Node, kernel: GroupKernel, writes_in_place: bool) -> str | None:
-    """Why the fused ``node`` runs as NumPy calls in the driver, or None: its kernel launches. Only groups of
-    plain elementwise ops and reductions, with no BLAS head and no output planned into a caller's buffer."""
+def _group_work(node: Node, kernel: GroupKernel, writes_in_place: bool) -> GroupWork | None:
+    """What the cost model weighs to choose between the fused ``node``'s kernel and its NumPy calls, or None when
+    the kernel is not in question: only groups of plain elementwise ops and reductions, with no BLAS head and no
+    output planned into a caller's buffer, may run as NumPy calls in the driver."""
     if writes_in_place or kernel.head is not None:
         return None
     members = [m for m in node.regions[0].nodes if m.op not in ("input", "const")]
     if any(m.op == "setitem" or OPS[m.op].kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION) for m in members):
         return None
-    return numpy_is_enough([m.op for m in members], math.prod(kernel.domain), kernel.threshold)
+    arrays = [m for m in members if m.type.shape != ()]
+    sweeps = _sweeps(node.regions[0], kernel)
+    work = GroupWork(ops=tuple(_op_work(m, sweeps.get(m, 1)) for m in arrays), scalar_ops=len(members) - len(arrays),
+                     elements=math.prod(kernel.domain), arrays=len(kernel.uses) + len(kernel.kernel_outputs),
+                     itemsize=max((m.type.dtype.itemsize for m in members), default=8),
+                     parallel_from=kernel.threshold)
+    return work if work.ops else None
+
+
+def _sweeps(body: Graph, kernel: GroupKernel) -> dict[Node, int]:
+    """How many sweeps over the domain compute each full-shape member: one per reduction level it feeds, plus the
+    final sweep when it feeds a full-shape output (values of the outer axes only are computed once per row)."""
+    needs: dict[Node, set[int | str]] = {}
+    outputs = set(body.outputs)
+    for m in reversed(body.nodes):
+        mine: set[int | str] = set()
+        if m in outputs and m in kernel.full:
+            mine.add("out")
+        for user in (u for u in body.nodes if m in u.inputs):
+            if OPS[user.op].kind is OpKind.REDUCTION and m in kernel.full:
+                mine.add(kernel.info.level.get(user, 0))
+            elif user in kernel.full:
+                mine |= needs.get(user, set())
+        needs[m] = mine
+    return {m: max(len(n), 1) for m, n in needs.items() if m in kernel.full}
+
+
+def _op_work(member: Node, sweeps: int) -> OpWork:
+    """The cost model's view of one array op of a group: what NumPy computes for it, and what the kernel does (a
+    full-shape value in each sweep that needs it, a smaller one once)."""
+    if OPS[member.op].kind is OpKind.REDUCTION:
+        size = math.prod(member.inputs[0].type.shape)
+        return OpWork(member.op, size, True, size)
+    size = math.prod(member.type.shape)
+    return OpWork(member.op, size, False, size * sweeps)
+
+
+def _is_array(node: Node) -> bool:
+    """Whether the driver holds ``node``'s value as an ndarray (a strong value of one dimension or more): its
+    methods then run the same NumPy loops as the module functions, without their Python wrappers."""
+    return isinstance(node.type, TensorType) and not node.type.weak and node.type.ndim >= 1
+
+
+def _reduction_method(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
+    """``x.sum(axis=..., keepdims=...)``: ``np.sum(x, ...)`` on an ndarray calls the same reduction through
+    ``_wrapreduction`` (1-3 us more per call, which a small matrix-vector function pays several times)."""
+    attrs = dict(node.attrs)
+    keyword = [f"axis={attrs.pop('axis', None)!r}", f"keepdims={bool(attrs.pop('keepdims', False))!r}"]
+    for key, value in attrs.items():
+        if value is None:
+            continue
+        if isinstance(value, (int, float, bool)):
+            keyword.append(f"{key}={value!r}")
+        else:
+            ns[f"K{name}_{key}"] = value
+            keyword.append(f"{key}=K{name}_{key}")
+    return f"{args[0]}.{node.op}({', '.join(keyword)})"
+
+
+def _transpose(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
+    axes = node.attrs.get("axes")
+    if node.type.ndim == 2 and axes in ((1, 0), None):
+        return f"{args[0]}.T"
+    return f"{args[0]}.transpose({tuple(axes) if axes is not None else None!r})"
+
+
+def _reshape(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
+    return f"{args[0]}.reshape({tuple(node.attrs['shape'])!r})"
+
+
+# Driver spellings of ops on ndarrays that are cheaper than the op's reference function (the same NumPy loops behind
+# fewer Python layers: ``np.transpose(a, axes)`` costs 1 us more than ``a.T``); every other op calls its reference.
+_METHODS: dict[str, Callable[[Node, list[str], dict[str, Any], str], str]] = {
+    **dict.fromkeys(("sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"),
+                    _reduction_method),
+    "transpose": _transpose,
+    "reshape": _reshape,
+}
+
+
+def _numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any]) -> str:
+    """The driver expression computing ``node`` with NumPy from the variables ``args`` (names it needs go into
+    ``ns`` under ``name``): a method of the ndarray where one does the same (``_METHODS``), else the op's reference
+    function, with its attrs only when it has any. A weak result becomes the Python scalar it is."""
+    spell = _METHODS.get(node.op)
+    if spell is not None and node.inputs and _is_array(node.inputs[0]):
+        call = spell(node, args, ns, name)
+    else:
+        ns[f"F{name}"] = OPS[node.op].impl
+        parts = list(args)
+        if node.attrs:
+            ns[f"A{name}"] = dict(node.attrs)
+            parts.append(f"**A{name}")
+        call = f"F{name}({', '.join(parts)})"
+    if isinstance(node.type, TensorType) and node.type.weak:
+        ns[f"T{name}"] = python_type(node.type.dtype)
+        call = f"T{name}({call})"
+    return call
 
 
 def _copy_back(target: np.ndarray, value: Any) -> None:

@@ -1,12 +1,15 @@
 """What an op costs per element, by class: the one table code generators ask when cost decides something.
 
-Two decisions in the CPU backend depend on it, and they used to keep a set of "expensive" op names each:
+Three decisions in the CPU backend depend on it (the first two used to keep a set of "expensive" op names each):
 
 * a launch weighs each op of a kernel body to decide from what size the kernel runs on several threads, and a
   kernel with math-bound ops keeps plain stores (its stores overlap the math, and streaming them gained nothing);
   these ask :func:`math_bound`;
 * a reduction kernel keeps a value its final sweep needs in a scratch row instead of recomputing it when the value
-  is costly to compute; that asks :func:`worth_keeping`.
+  is costly to compute; that asks :func:`worth_keeping`;
+* the compiled graph runs a fused group as its NumPy calls instead of a kernel when that is cheaper: one op over an
+  array NumPy already runs in one optimal pass, or arrays so small that a kernel launch does not pay off (the sizes
+  are known when an entry is compiled); that asks :func:`numpy_is_enough`, from the estimate below.
 
 The classes say why an op costs what it does, and the two questions are answered from them:
 
@@ -24,6 +27,8 @@ choices the two sets made when they were measured, kept so that generated kernel
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Cost(enum.Enum):
@@ -58,15 +63,80 @@ def worth_keeping(op: str) -> bool:
     return cost_of(op) in (Cost.LIBM, Cost.LATENCY)
 
 
-def numpy_is_enough(ops: list[str], elements: int, parallel_from: int) -> str | None:
-    """Why a fused group of ``ops`` over ``elements`` elements should run as NumPy calls rather than as a kernel,
-    or None to launch the kernel. ``parallel_from``: the size from which its kernel would run on several threads.
+# The estimate of :func:`numpy_is_enough`, measured on the 2-core development machine (AVX-512; NumPy 2 with its
+# SIMD loops): a cached small call through the compiled driver, min of repeated timings. Fixed costs in microseconds:
+NUMPY_CALL_US = 0.4  # one ufunc call on a small array: argument parsing, loop selection, the result's allocation
+NUMPY_REDUCE_US = 1.2  # one reduction method (``x.sum(axis=..., keepdims=...)``: axis checks, the wrapper)
+NUMPY_SCALAR_US = 0.2  # one 0-d op (``1.0 / n``), which a kernel computes once inside its loop nest for free
+KERNEL_LAUNCH_US = 1.2  # the driver line, the launch-key lookup, a reused output buffer, Numba's dispatch
+KERNEL_REDUCE_US = 0.3  # one reduction's scratch accumulators, allocated inside the kernel
+KERNEL_ARRAY_US = 0.1  # Numba typing one more array argument (operand or output)
+# and per element of float32 (float64 costs twice as much), nanoseconds: one op of NumPy makes a pass over memory
+# into a fresh buffer; a kernel keeps values in registers. NumPy's SIMD transcendental loops (SVML on AVX-512) are
+# about as fast per element as the kernels' vectorised mathlib: what a kernel saves is the passes and the calls.
+NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM: 0.5}
+KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
+
+
+class OpWork(NamedTuple):
+    """One array op of a fused group: its name, the elements NumPy computes for it (an elementwise op its output's,
+    a reduction its operand's), whether it is a reduction (a dearer NumPy call), and the elements the kernel
+    computes for it (a value over the whole domain is recomputed in each sweep after its reduction level)."""
+
+    op: str
+    elements: int
+    reduces: bool
+    kernel_elements: int
+
+
+@dataclass(frozen=True)
+class GroupWork:
+    """What the cost model knows of one fused group when its graph is compiled (every size is static there).
+
+    ``ops``: the group's array ops; ``scalar_ops``: 0-d ops copied into the group; ``elements``: the size of the
+    kernel's iteration domain; ``arrays``: the kernel's array arguments; ``itemsize``: bytes per element of its
+    widest value; ``parallel_from``: the size from which the kernel would run on several threads."""
+
+    ops: tuple[OpWork, ...]
+    scalar_ops: int
+    elements: int
+    arrays: int
+    itemsize: int
+    parallel_from: int
+
+    def numpy_us(self) -> float:
+        """Estimated microseconds of running the group as one NumPy call per op."""
+        scale = max(self.itemsize, 4) / 4
+        calls = sum(NUMPY_REDUCE_US if w.reduces else NUMPY_CALL_US for w in self.ops)
+        work = sum(w.elements * NUMPY_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
+        return calls + self.scalar_ops * NUMPY_SCALAR_US + work
+
+    def kernel_us(self) -> float:
+        """Estimated microseconds of one launch of the group's kernel (serial: below ``parallel_from``)."""
+        scale = max(self.itemsize, 4) / 4
+        work = sum(w.kernel_elements * KERNEL_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
+        reductions = sum(w.reduces for w in self.ops)
+        return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work
+
+
+def numpy_is_enough(work: GroupWork, small_groups: bool = True) -> str | None:
+    """Why a fused group should run as NumPy calls inside the compiled graph rather than as a kernel, or None to
+    launch the kernel.
 
     One op fuses nothing: NumPy's own loop (SIMD, its reductions pairwise) is as fast as a kernel doing the same
-    single pass, and the launch costs more -- unless the kernel would split the work across threads. (Groups of
-    several ops over a handful of elements would be cheaper as NumPy calls too, by ~1 us; they keep their kernel,
-    which tests of the kernel cache and of fusion build on tiny inputs.)"""
-    if len(ops) == 1 and elements < parallel_from:
-        return (f"one {ops[0]} over {elements} elements: NumPy's own loop does the same single pass, without a "
-                "kernel launch's overhead")
+    single pass, and the launch costs more -- unless the kernel would split the work across threads. Several ops
+    over arrays so small that the fixed cost of a launch outweighs what fusion saves (``a * b + c`` over 16
+    elements: two NumPy calls take 0.7 us, the kernel 1.4 us) run as NumPy too, when the estimate says so and
+    ``small_groups`` is True (``JITGRAPH_SMALL_KERNELS=1`` turns that off: the test suite's kernel tests use tiny
+    arrays)."""
+    if work.elements >= work.parallel_from:
+        return None
+    if len(work.ops) == 1:
+        op, n, _, _ = work.ops[0]
+        return f"one {op} over {n} elements: NumPy's own loop does the same single pass, without a kernel " \
+               "launch's overhead"
+    numpy_us, kernel_us = work.numpy_us(), work.kernel_us()
+    if small_groups and numpy_us < kernel_us:
+        return (f"{len(work.ops)} ops over {work.elements} elements: too small for a kernel launch to pay off "
+                f"(estimated {numpy_us:.1f} us as NumPy calls, {kernel_us:.1f} us as a kernel)")
     return None
