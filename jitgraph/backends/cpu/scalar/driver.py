@@ -14,6 +14,7 @@ import logging
 import math
 import re
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from jitgraph.backends import eager
 from jitgraph.backends.base import KernelSource
 from jitgraph.backends.cpu import helpers
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
-from jitgraph.backends.cpu.scalar import runtime, sizes
+from jitgraph.backends.cpu.scalar import numpy_calls, runtime, sizes
 from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.scope import is_array
 from jitgraph.backends.cpu.scalar.table import TABLE
@@ -45,6 +46,7 @@ _NAMESPACE: dict[str, Any] = {
     "copy_into": runtime.copy_into,
     # The vector math library (core.DriverContext), as the fused kernels name it: VM_tanh_float32.
     **{f"VM_{op}_{dtype}": fn for (op, dtype), fn in VECTOR_MATH.items()},
+    **numpy_calls.REFERENCE,  # NumPy's own linalg, sorting, histogram and quantiles, called in object mode
 }
 
 
@@ -203,7 +205,9 @@ class RegionDriver:
             self.dispatcher = _COMPILED[key]
         else:
             try:
-                with compiling(f"loop driver {em.function_name}"):
+                with compiling(f"loop driver {em.function_name}"), warnings.catch_warnings():
+                    # An objmode block (numpy_calls.py) holds the GIL by design; its loops are never prange.
+                    warnings.filterwarnings("ignore", message=".*object mode won't allow parallel execution")
                     self.dispatcher = numba.njit(**flags)(self.python_function)
                     self.dispatcher.compile(signature)
             except Exception as exc:  # Numba rejected the source: report which part, run eagerly

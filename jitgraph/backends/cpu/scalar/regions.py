@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from jitgraph.backends.cpu.scalar import bounds
+from jitgraph.backends.cpu.scalar import bounds, numpy_calls
 from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
 from jitgraph.backends.cpu.scalar.depend import Verdict, const_int, independent, nonneg
 from jitgraph.backends.cpu.scalar.scope import Scope, is_array
@@ -216,6 +216,8 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     elif not _parallel_allowed(em.parallel_choice):
         verdict = Verdict(False, f"parallel={em.parallel_choice!r} on {os.cpu_count()} cores "
                                  "(pass parallel=True to allow prange)")
+    elif numpy_calls.needs_gil(body):
+        verdict = Verdict(False, "calls NumPy in object mode, which holds the GIL (numpy_calls.py)")
     else:
         verdict = independent(node, em.nonneg)
         veto = _worth_it(em, body) if verdict else None

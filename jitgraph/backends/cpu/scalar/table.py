@@ -6,7 +6,7 @@ imports the core, and this table imports them all.
 
 from __future__ import annotations
 
-from jitgraph.backends.cpu.scalar import groups, indexing, ops, regions
+from jitgraph.backends.cpu.scalar import groups, indexing, numpy_calls, ops, regions
 from jitgraph.backends.cpu.scalar.core import Table
 from jitgraph.ir.ops import OpKind
 
@@ -18,6 +18,7 @@ TABLE = Table(
         "transpose": indexing.emit_view, "reshape": indexing.emit_view, "broadcast_to": indexing.emit_view,
         "loop": regions.emit_loop, "while": regions.emit_while, "cond": regions.emit_cond,
         "fused": groups.emit_fused,
+        **dict.fromkeys(numpy_calls.CALLED, numpy_calls.emit_numpy_call),
     },
     by_kind={
         OpKind.ELEMENTWISE: ops.emit_elementwise, OpKind.REDUCTION: ops.emit_reduction,
