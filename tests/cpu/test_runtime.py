@@ -187,8 +187,26 @@ def test_large_launches_split_the_outer_loop_across_threads(monkeypatch):
 
 def test_loop_bound_given_as_a_zero_d_array():
     """``range(n)`` with ``n = np.array(3)``: the loop driver's signature takes a scalar, so the 0-d array is
-    unwrapped on the way in (Numba rejected it and the entry was demoted to eager); a mutated 0-d argument keeps
-    its buffer."""
+    unwrapped on the way in (Numba rejected it and the entry was demoted to eager)."""
+    import jitgraph
+
+    def running(x, n):
+        s = x[0]
+        for i in range(n):
+            s = s + x[i] * 2.0
+        return s
+
+    x = np.arange(5.0)
+    compiled = jitgraph.compile(running, backend="cpu", cache=False)
+    assert compiled(x, np.array(4)) == running(x, np.array(4))
+    assert compiled.break_reasons() == []
+    assert compiled.entries[0].compiled.fallback_reason() is None  # the loop driver ran, not the interpreter
+
+
+def test_a_zero_d_argument_written_in_a_loop_runs_eagerly_with_the_reason():
+    """``acc[...] += x[i]`` in a loop body (a 0-d store has no loop-body form): the function runs eagerly, so the
+    0-d argument keeps its buffer and ends as NumPy leaves it. (This test passed before by interpreting the graph,
+    which is slower than the function itself; see tests/jit/test_interpreted_runs_eagerly.py.)"""
     import jitgraph
 
     def running(x, acc, n):
@@ -203,4 +221,5 @@ def test_loop_bound_given_as_a_zero_d_array():
     compiled = jitgraph.compile(running, backend="cpu", cache=False)
     assert compiled(x, mine, np.array(4)) == running(x, ref, np.array(4))
     assert mine == ref == 6.0
-    assert compiled.break_reasons() == []
+    (reason,) = compiled.break_reasons()
+    assert "0-d" in reason.reason
