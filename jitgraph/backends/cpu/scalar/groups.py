@@ -144,14 +144,28 @@ class _Sweeps:
 
     def emit(self, indent: int) -> list[str]:
         em, info, body = self.em, self.info, self.body
-        outputs = set(body.outputs)
-        for n in self.members:  # escaping arrays, allocated before the loops
-            if n in outputs and is_array(n):
-                em.write(indent, f"{self.names[n]} = np.empty({em.shape_text(n.tensor_type.shape)}, "
-                                 f"{dtype_ctor(n.tensor_type.dtype)})")
+        self.allocate_outputs(indent)
         for k, a in enumerate(self.outer_axes):
             em.write(indent + k, f"for {self.loop_vars[a]} in range({em.size(info.domain[a])}):")
         at = indent + len(self.outer_axes)
+        if not self.sweep_levels(at):
+            self.sweep([], [], at)
+        if not self.outer_axes:  # whole-domain reductions are the results themselves
+            return [self.scalars.get(o, self.names[o]) for o in body.outputs]
+        return [self.names[o] for o in body.outputs]
+
+    def allocate_outputs(self, indent: int) -> None:
+        """The group's escaping arrays, allocated before its loops."""
+        outputs = set(self.body.outputs)
+        for n in self.members:
+            if n in outputs and is_array(n):
+                self.em.write(indent, f"{self.names[n]} = np.empty({self.em.shape_text(n.tensor_type.shape)}, "
+                                      f"{dtype_ctor(n.tensor_type.dtype)})")
+
+    def sweep_levels(self, at: int) -> bool:
+        """One sweep per reduction level (each also writes the full-shape outputs of lower levels), then one for the
+        outputs left; whether any sweep was emitted."""
+        info, outputs = self.info, set(self.body.outputs)
         levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
         written: set[Node] = set()
         self.outer_values(0, at)
@@ -163,11 +177,9 @@ class _Sweeps:
             written.update(writes)
             self.outer_values(level, at)
         rest = [n for n in self.members if n in self.inner and n in outputs and n not in written]
-        if rest or not levels:
+        if rest:
             self.sweep([], rest, at)
-        if not self.outer_axes:  # whole-domain reductions are the results themselves
-            return [self.scalars.get(o, self.names[o]) for o in body.outputs]
-        return [self.names[o] for o in body.outputs]
+        return bool(levels or rest)
 
     def outer_values(self, level: int, at: int) -> None:
         """Once per outer index: the outer-only values of ``level`` (after that level's reductions)."""
@@ -243,26 +255,9 @@ class _ColumnSweeps(_Sweeps):
         self.outer_index = ", ".join(self.loop_vars[a] for a in self.outer_axes)
 
     def emit(self, indent: int) -> list[str]:
-        em, info, body = self.em, self.info, self.body
-        outputs = set(body.outputs)
-        for n in self.members:
-            if n in outputs and is_array(n):
-                em.write(indent, f"{self.names[n]} = np.empty({em.shape_text(n.tensor_type.shape)}, "
-                                 f"{dtype_ctor(n.tensor_type.dtype)})")
-        levels = sorted({info.level[n] for n in self.members if _is_reduction(n)})
-        written: set[Node] = set()
-        self.outer_values(0, indent)
-        for level in levels:
-            targets = [n for n in self.members if _is_reduction(n) and info.level[n] == level]
-            writes = [n for n in self.members if n in self.inner and n in outputs and info.level[n] < level
-                      and n not in written]
-            self.sweep(targets, writes, indent)
-            written.update(writes)
-            self.outer_values(level, indent)
-        rest = [n for n in self.members if n in self.inner and n in outputs and n not in written]
-        if rest:
-            self.sweep([], rest, indent)
-        return [self.names[o] for o in body.outputs]
+        self.allocate_outputs(indent)
+        self.sweep_levels(indent)
+        return [self.names[o] for o in self.body.outputs]
 
     def _over_outer(self, indent: int) -> int:
         for k, a in enumerate(self.outer_axes):
