@@ -60,13 +60,15 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     w.depth -= 1
 
 
-def _accumulate(emit: Any, w: Any, reds: list, accs: dict, prefix: str) -> None:
+def _accumulate(emit: Any, w: Any, reds: list, accs: dict, prefix: str, rows: dict | None = None) -> None:
     """Each reduction's value at ``(i0, i1)``, cast to its accumulator dtype and combined into its column's
-    accumulator ``{prefix}{var}[i1 - ulo]``."""
+    accumulator ``{prefix}{var}[i1 - ulo]``; ``rows``: per reduction, the buffer element the sweep's first loop
+    wrote its value to (else the value is the local of the same loop)."""
     for r in reds:
         (src,) = r.inputs
         v = emit.var[r]
-        value = E.cast(emit.ref(src, "", r), accs[r], src.type.dtype)
+        operand = rows[r] if rows else emit.ref(src, "", r)
+        value = E.cast(operand, accs[r], src.type.dtype)
         w(f"{prefix}{v}[i1 - ulo] = {E.reduction_combine(r.op, f'{prefix}{v}[i1 - ulo]', value)}")
 
 
@@ -140,6 +142,8 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
             w(f"col{emit.var[n]}[i1 - ulo] = {emit.var[n]}")
         w.depth -= 1
 
+    finals = [o for o in spec.outputs if o.value in spec.full]
+    keep: list = []
     store_level(0)
     for lvl in levels:
         reds = [r for r in emit.reductions if spec.level[r] == lvl]
@@ -147,26 +151,49 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
         w(f"# level-{lvl} sweep over the rows: {', '.join(r.op for r in reds)} per column")
         for r in reds:
             w(f"acc{emit.var[r]} = np.full(uhi - ulo, {E.reduction_init(r.op, accs[r])}, {E.np_name(accs[r])})")
+        if lvl == levels[-1] and finals:
+            keep = emit.scratch_candidates(reds, [o.value for o in finals])
+        # Computed operands go through a row buffer, summed in a second loop over the columns: one loop doing both
+        # (a float32 exp feeding float64 accumulators) does not vectorise, and ran 2x slower than NumPy.
+        split = not all(emit.operand(r.inputs[0]) for r in reds)
+        rows = {r: f"sc{emit.var[r.inputs[0]]}[i0, i1 - ulo]" if r.inputs[0] in keep else f"buf{emit.var[r]}[i1 - ulo]"
+                for r in reds} if split else {}
+        for r in reds:
+            if split and r.inputs[0] not in keep:
+                w(f"buf{emit.var[r]} = np.empty(uhi - ulo, {E.np_name(r.inputs[0].type.dtype)})")
+        for n in keep:
+            w(f"sc{emit.var[n]} = np.empty((n0, hi - lo), {E.np_name(n.type.dtype)})")
         w("for i0 in range(n0):")
         w("    for i1 in range(ulo, uhi):")
         w.depth += 2
         column_values(lvl)
         emit.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
-        _accumulate(emit, w, reds, accs, "acc")
+        for n in keep:
+            w(f"sc{emit.var[n]}[i0, i1 - ulo] = {emit.var[n]}")
+        if split:
+            for r in reds:
+                if r.inputs[0] not in keep:
+                    w(f"buf{emit.var[r]}[i1 - ulo] = {emit.ref(r.inputs[0], '', r)}")
+            w.depth -= 1
+            w("for i1 in range(ulo, uhi):")
+            w.depth += 1
+        _accumulate(emit, w, reds, accs, "acc", rows)
         w.depth -= 2
         w("for i1 in range(ulo, uhi):")
         for r in reds:
             w(f"    col{emit.var[r]}[i1 - ulo] = {_column_total(emit, r, 'acc')}")
         store_level(lvl)
     top = max(levels) + 1
-    finals = [o for o in spec.outputs if o.value in spec.full]
     if finals:
-        w("# final pass over the rows: full-shape outputs")
+        w("# final pass over the rows: full-shape outputs" + (" (costly values reloaded from the last sweep)"
+                                                              if keep else ""))
         w("for i0 in range(n0):")
         w("    for i1 in range(ulo, uhi):")
         w.depth += 2
         column_values(top)
-        emit.compute(w, [o.value for o in finals], idx, "", inner=True)
+        for n in keep:
+            w(f"{emit.var[n]} = sc{emit.var[n]}[i0, i1 - ulo]")
+        emit.compute(w, [o.value for o in finals], idx, "", inner=True, have=set(keep))
         for o in finals:
             w(f"{emit.index(o, idx)} = {emit.ref(o.value, '')}")
         w.depth -= 2
