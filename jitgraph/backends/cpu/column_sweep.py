@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitgraph.backends.cpu import emitters as E
+from jitgraph.ir.ops.cost import worth_keeping
 
 
 def fits(emit: Any) -> bool:
@@ -153,9 +154,10 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
             w(f"acc{emit.var[r]} = np.full(uhi - ulo, {E.reduction_init(r.op, accs[r])}, {E.np_name(accs[r])})")
         if lvl == levels[-1] and finals:
             keep = emit.scratch_candidates(reds, [o.value for o in finals])
-        # Computed operands go through a row buffer, summed in a second loop over the columns: one loop doing both
-        # (a float32 exp feeding float64 accumulators) does not vectorise, and ran 2x slower than NumPy.
-        split = not all(emit.operand(r.inputs[0]) for r in reds)
+        # Operands computed with costly math (exp) go through a row buffer, summed in a second loop over the
+        # columns: one loop doing both (a float32 exp feeding float64 accumulators) does not vectorise, and ran 2x
+        # slower than NumPy. Cheap operands (batch norm's ``xc * xc``) stay in one loop, which vectorises as it is.
+        split = any(worth_keeping(n.op) for n in emit._closure([r.inputs[0] for r in reds]))
         rows = {r: f"sc{emit.var[r.inputs[0]]}[i0, i1 - ulo]" if r.inputs[0] in keep else f"buf{emit.var[r]}[i1 - ulo]"
                 for r in reds} if split else {}
         for r in reds:
