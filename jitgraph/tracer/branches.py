@@ -14,6 +14,7 @@ becomes the test region, the body the body region, with carried values found as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.region_body import Snapshot, carriable, enter, fresh_version, kind_of, step, value_node, widen
 from jitgraph.tracer.region_chain import combine, record
 from jitgraph.tracer.region_chain import truth as _truth
+from jitgraph.tracer.side_effects import Selection
 from jitgraph.tracer.values import Buffer, TArray
 
 if TYPE_CHECKING:
@@ -70,12 +72,15 @@ RETURNS = -1
 """The "merge point" of paths that both end at a ``RETURN_VALUE``: the returned value becomes the cond's result."""
 
 
-def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
+def trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool,
+             refuse: Callable[[str], Any] | None = None) -> None:
     """Record the ``if`` at ``ins`` as a ``cond``; a failure is reported at the ``if`` line, like the tracer's own
-    data-dependent-branch break, with the reason the paths could not be traced."""
+    data-dependent-branch break, with the reason the paths could not be traced. ``refuse(why)`` is called at the
+    end of the trace when a cond result that stands for an array one path kept turns out not to be exact (None:
+    no such result is made)."""
     tx, where = frame.tx, (frame.code.co_filename, ins.lineno)
     try:
-        _trace_if(frame, ins, condition, jump_when)
+        _trace_if(frame, ins, condition, jump_when, refuse)
     except GraphBreak as exc:
         tx.at(*where)
         tx.graph_break(f"branch on a value computed from array data that cannot become a cond: {exc.reason}",
@@ -100,61 +105,115 @@ def _pushed(frame: Frame, state: Snapshot, merge: int) -> list[Any]:
     return stack[len(base):]
 
 
-def _check_no_alias(frame: Frame, state: Snapshot, labels: list[str], values: list[Any]) -> None:
-    """A ``cond`` result is a new array: choosing an array that something else also refers to (an argument, a view,
-    another name set on the path) would lose the aliasing, so a later write through one would miss the other."""
+def _aliases(frame: Frame, state: Snapshot, labels: list[str], values: list[Any], olds: list[Any],
+             may_keep: bool) -> list[bool]:
+    """Which values a path left as the old value of their local or slot (an array reachable before the ``if``).
+
+    A ``cond`` result is a new array: choosing an array that something else also refers to (an argument, a view,
+    another name set on the path) would lose the aliasing, so a later write through one would miss the other. The
+    one exception (``may_keep``) is a local or slot the path leaves as the caller's array it was: the result then
+    stands for that very array (a :class:`~jitgraph.tracer.side_effects.Selection`, checked at the end of the trace)."""
     before = {id(b) for b, _ in state.nodes}
     seen: set[int] = set()
-    for label, v in zip(labels, values):
+    kept = []
+    for label, v, old in zip(labels, values, olds):
+        keeps = v is old and isinstance(v, TArray) and v.kind == "array"
+        kept.append(keeps)
         if isinstance(v, TArray) and v.kind == "array":
+            if keeps and may_keep and not v.path and v.buffer.input_index is not None:
+                continue  # (a caller's array: the replay hands back that very object)
             if id(v.buffer) in before or id(v.buffer) in seen:
                 frame.tx.graph_break(f"a data-dependent if sets {label!r} to an array that is also reachable "
                                      "another way (a cond result would not alias it)")
             seen.add(id(v.buffer))
+    return kept
 
 
-def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> None:
-    tx = frame.tx
+def _slots(frame: Frame, state: Snapshot, mark: tuple[Any, ...], outer_region: bool) -> list[tuple[Any, Any]]:
+    """The dict and list items a path rebound, as ``(container, key)``: a path may store into containers the trace
+    writes back (``grads[k] = grads[k] * s``) when it keeps their keys and lengths; any other change to a Python
+    object (a new key, an append, a closure variable, an attribute or global store since ``mark``) is a graph
+    break, as is a store inside another region."""
+    tx, slots = frame.tx, []
+    for obj, values in state.changed_objects():
+        if outer_region or not isinstance(obj, dict | list) or id(obj) not in tx.side_effects.written:
+            break
+        if isinstance(obj, dict) and list(obj) != list(values) or isinstance(obj, list) and len(obj) != len(values):
+            break
+        keys = values if isinstance(obj, dict) else range(len(values))
+        slots += [(obj, k) for k in keys if obj[k] is not values[k]]
+    else:
+        if tx.side_effects.only_items_since(mark):
+            return slots
+    state.restore(frame)
+    tx.graph_break("a path changes a Python object (list, dict, closure variable, attribute or global)")
+
+
+def _key(slot: tuple[Any, Any]) -> tuple[int, str]:
+    return id(slot[0]), repr(slot[1])
+
+
+def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool,
+              refuse: Callable[[str], Any] | None = None) -> None:
+    tx, effects = frame.tx, frame.tx.side_effects
+    outer_region = tx.in_region
     t = tx.type_of(condition)
     if t.shape != ():
         err = ValueError("The truth value of an array with more than one element is ambiguous")
         tx.graph_break(str(err), err)
     pred = tx.read(condition)
     branch_pc, target = frame.pc - 1, ins.target
-    state = Snapshot(frame)
+    state, mark = Snapshot(frame), effects.mark()
     merge = _run_path(frame, branch_pc + 1, branch_pc, target, None)
-    _check_pure(frame, state)
+    slots1 = _slots(frame, state, mark, outer_region)
     names1, written1 = _changes(frame, state)
     n_pushed = len(_pushed(frame, state, merge))
     state.restore(frame)
+    effects.rollback(mark)
     _run_path(frame, target, branch_pc, target, merge)
-    _check_pure(frame, state)
+    slots2 = _slots(frame, state, mark, outer_region)
     names2, written2 = _changes(frame, state)
     if len(_pushed(frame, state, merge)) != n_pushed:
         tx.graph_break("the paths of a data-dependent if leave different numbers of values on the stack")
     state.restore(frame)
+    effects.rollback(mark)
     names = [n for n in dict.fromkeys(names1 + names2) if n in state.locals or (n in names1 and n in names2)]
     names = [] if merge == RETURNS else names  # locals die with the frame
+    slots = list({_key(s): s for s in slots1 + slots2}.values())
     written = list(dict.fromkeys(written1 + written2))
-    labels = names + [f"value #{i} of a conditional expression" for i in range(n_pushed)]
-    paths: list[tuple[RegionBuilder, list[Node], list[Any]]] = []
+    labels = names + [f"value #{i} of a conditional expression" for i in range(n_pushed)] + \
+        [f"item {k!r} of a {type(c).__name__}" for c, k in slots]
+    olds = [state.locals.get(n, _MISSING) for n in names] + [_MISSING] * n_pushed + [c[k] for c, k in slots]
+    may_keep = refuse is not None and not outer_region
+    paths: list[tuple[RegionBuilder, list[Node], list[Any], list[bool]]] = []
     for start in (branch_pc + 1, target):
         rb = enter(frame)
-        _run_path(frame, start, branch_pc, target, merge)
+        effects.cond_paths.append(tx.builder)
+        try:
+            _run_path(frame, start, branch_pc, target, merge)
+        finally:
+            effects.cond_paths.pop()
         end_pc = frame.pc
-        values = [frame.locals.get(n, _MISSING) for n in names] + _pushed(frame, state, merge)
+        values = [frame.locals.get(n, _MISSING) for n in names] + _pushed(frame, state, merge) + \
+            [c[k] for c, k in slots]
         if any(v is _MISSING or not carriable(v) for v in values):
             bad = next(n for n, v in zip(labels, values) if v is _MISSING or not carriable(v))
             tx.graph_break(f"a data-dependent if sets {bad!r} on one path only, or to a non-numeric value")
-        _check_no_alias(frame, state, labels, values)
+        kept = _aliases(frame, state, labels, values, olds, may_keep)
+        if {_key(s) for s in _slots(frame, state, mark, outer_region)} - {_key(s) for s in slots}:
+            tx.graph_break("a path of a data-dependent if stores into other items on another pass")
         outs = [value_node(tx, v) for v in values] + [b.node for b in written]
-        paths.append((rb, outs, values))
+        paths.append((rb, outs, values, kept))
         state.restore(frame)
-    (rb_fall, outs_fall, vals_fall), (rb_jump, outs_jump, _) = paths
+        effects.rollback(mark)
+    (rb_fall, outs_fall, vals_fall, kept_fall), (rb_jump, outs_jump, _, kept_jump) = paths
     for a, b, name in zip(outs_fall, outs_jump, labels + [f"array #{b.uid}" for b in written]):
         ta, tb = a.tensor_type, b.tensor_type
         if (ta.shape, ta.dtype, ta.weak) != (tb.shape, tb.dtype, tb.weak):
             tx.graph_break(f"the branches of a data-dependent if give {name!r} different types ({ta} and {tb})")
+    kept_buffers = {id(v.buffer) for v, k1, k2 in zip(olds, kept_fall, kept_jump) if k1 or k2}
+    if kept_buffers & {id(b) for b in written} or any(k1 and k2 for k1, k2 in zip(kept_fall, kept_jump)):
+        tx.graph_break("a data-dependent if writes an array that one path keeps as the value of a name or item")
     # The fall-through path runs when the jump is not taken.
     order = [(rb_jump, outs_jump), (rb_fall, outs_fall)] if jump_when else [(rb_fall, outs_fall), (rb_jump, outs_jump)]
     graphs = [rb.finish(outs) for rb, outs in order]
@@ -165,9 +224,16 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool) -> N
     results = _project(tx.builder, node)
     values = [TArray(Buffer(result), (), kind_of(value, result.tensor_type))
               for value, result in zip(vals_fall, results)]
+    for old, value, k1, k2 in zip(olds, values, kept_fall, kept_jump):
+        if (k1 or k2) and refuse is not None:  # the fall-through path runs when the truth is ``not jump_when``
+            effects.selections.append(Selection(value, value.buffer.node, old, old.buffer.node,
+                                                TArray(Buffer(pred), (), "scalar"), k2 == jump_when, refuse))
     for name, value in zip(names, values):
         frame.locals[name] = value
-    frame.stack.extend(values[len(names):])  # a return's value goes on the stack its RETURN_VALUE will pop
+    frame.stack.extend(values[len(names):len(names) + n_pushed])  # a return's value: its RETURN_VALUE pops it
+    for (container, key), value in zip(slots, values[len(names) + n_pushed:]):
+        effects.mutate_container(tx, container, "an item store in a data-dependent if")
+        container[key] = value  # recorded once, after the cond, with the value it selected
     for buffer, result in zip(written, results[len(values):]):
         buffer.node = result
         buffer.version = fresh_version()
@@ -335,6 +401,7 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
     head = not jump_when and is_while(frame, ins)
     chain = None if head else while_chain(frame, ins)
     resuming = tx.resume is not None and tx.resume.enabled
+    ordinal: int | None = None
     if resuming:
         ordinal, cut_now = resume.next_branch(tx, value)
         if cut_now:  # a cond failed here in an earlier pass: take the branch as observed at run time
@@ -353,11 +420,24 @@ def branch(frame: Frame, ins: Instr, value: TArray, jump_when: bool) -> None:
         if chain is not None:
             trace_while(frame, ins, value, chain)
         else:
-            trace_if(frame, ins, value, jump_when)
+            trace_if(frame, ins, value, jump_when, _refuser(tx, ins, frame.code.co_filename, ordinal, resuming))
     except GraphBreak as exc:
         if not resuming or exc.user_error is not None:
             raise
         raise resume.Retry(ordinal) from None  # trace again, cutting here (the paths may have changed objects)
+
+
+def _refuser(tx: Any, ins: Instr, filename: str, ordinal: int | None, resuming: bool) -> Callable[[str], Any]:
+    """What a :class:`Selection` made at ``ins`` does when it is not exact: trace again with the branch cut (as
+    when the cond fails), or break where no cut is possible."""
+
+    def refuse(why: str) -> None:
+        if resuming and ordinal is not None:
+            raise resume.Retry(ordinal)
+        tx.at(filename, ins.lineno)
+        tx.graph_break(f"a data-dependent if keeps an array on one path whose cond result {why}")
+
+    return refuse
 
 
 def _in_loop(frame: Frame, pc: int) -> bool:

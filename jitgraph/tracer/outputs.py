@@ -77,6 +77,11 @@ def build_output(spec: Any, constants: list[Any], device: DeviceOutputs | None =
     if tag == "namedtuple":
         make, parts = spec[1]._make, [build_output(s, constants, device) for s in spec[2]]
         return lambda o, leaves, a, kw: make([p(o, leaves, a, kw) for p in parts])
+    if tag == "select":  # a stored cond result, or the very array the path not taken kept (side_effects.Selection)
+        pred, new, old = (build_output(s, constants, device) for s in spec[1:4])
+        old_when = spec[4]
+        return lambda o, leaves, a, kw: old(o, leaves, a, kw) if bool(pred(o, leaves, a, kw)) == old_when \
+            else new(o, leaves, a, kw)
     if tag == "dict":
         keys = spec[1]
         parts = [build_output(s, constants, device) for s in spec[2]]

@@ -74,6 +74,10 @@ class Snapshot:
         carry: the pass is undone and the loop unrolled, or the branch is a graph break)."""
         return any(_contents(obj) != saved[0] for obj, saved in self.mutables)
 
+    def changed_objects(self) -> list[tuple[Any, Any]]:
+        """The Python lists, dicts, sets and cells the pass changed, each with its contents before the pass."""
+        return [(obj, saved[1]) for obj, saved in self.mutables if _contents(obj) != saved[0]]
+
     def changed_locals(self, frame: Frame) -> list[str]:
         """Locals the pass bound to another value (new locals included)."""
         return [n for n, v in frame.locals.items() if self.locals.get(n, _MISSING) is not v]

@@ -60,7 +60,7 @@ class AppendOnlyList:
     def call(self, tx: TraceContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         if name not in ("append", "extend") or kwargs or len(args) != 1:
             tx.graph_break(f"list.{name}() on a list the trace treated as append-only")
-        _refuse_region(tx, f"list.{name}()")
+        _refuse_region(tx, f"list.{name}()", stores=False)
         if self.effect is None:
             self.effect = Effect("extend", self, tx.source_of(self) or tx.graph_break("an unnamed list"),
                                  value=self.items)
@@ -81,6 +81,9 @@ class SideEffects:
     _attrs: dict[tuple[int, str], Effect] = field(default_factory=dict)
     _containers: dict[int, Effect] = field(default_factory=dict)
     candidates: set[str] = field(default_factory=set)
+    cond_paths: list[Any] = field(default_factory=list)
+    """Builders of the ``if`` paths being traced as a cond whose item stores become cond results (branches.py)."""
+    selections: list[Selection] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.effects)
@@ -130,6 +133,44 @@ class SideEffects:
         self._containers[id(container)] = effect
         self.effects.append(effect)
 
+    def mark(self) -> tuple[Any, ...]:
+        """What :meth:`rollback` needs to forget the effects recorded by a discovery or region pass of an ``if``."""
+        return len(self.effects), dict(self._attrs), dict(self._containers), [(e, e.value) for e in self.effects]
+
+    def only_items_since(self, mark: tuple[Any, ...]) -> bool:
+        """Whether every effect recorded since ``mark`` is an item store into a list or dict (no attribute, global
+        or append-only list store: those are not cond results, so a path that makes one cannot be a cond)."""
+        n, _, _, values = mark
+        return all(e.kind == "contents" for e in self.effects[n:]) and \
+            all(e.value is value for e, value in values if e.kind != "contents")
+
+    def rollback(self, mark: tuple[Any, ...]) -> None:
+        n, attrs, containers, values = mark
+        del self.effects[n:]
+        self._attrs, self._containers = dict(attrs), dict(containers)
+        for effect, value in values:
+            effect.value = value
+
+    # ---- cond results that stand for an array the path not taken kept ---------------------------------------
+    def check_selections(self, tx: TraceContext, result: Any) -> None:
+        """At the end of a trace: each :class:`Selection` is exact only if neither array was written after the
+        ``if`` and the result is not returned (the return value would not be the kept object)."""
+        for sel in self.selections:
+            if tx.cuts:
+                sel.refuse("would pass between graph segments (the code between them could see it is a copy)")
+            if sel.result.buffer.node is not sel.node or sel.old.buffer.node is not sel.old_node:
+                sel.refuse("is written in place after the if (the write would miss the array the other path kept)")
+            if _holds_buffer(result, sel.result.buffer):
+                sel.refuse("is returned (the return value would not be the array the other path kept)")
+
+    def _selected(self, value: TArray) -> Selection | None:
+        for sel in self.selections:
+            if value.buffer is sel.result.buffer:
+                if value is not sel.result:
+                    sel.refuse("is stored as a view or another kind (its base would not be the kept array)")
+                return sel
+        return None
+
     # ---- the end of a trace ---------------------------------------------------------------------------------
     def finish(self, tx: TraceContext, spec_of: Callable[[Any], Any]) -> list[tuple[str, str, str | None, Any]]:
         """Each effect as ``(kind, target code, name, value spec)``; ``spec_of`` makes a value's output spec (graph
@@ -137,6 +178,9 @@ class SideEffects:
         memo: dict[tuple[int, tuple], Any] = {}
 
         def spec(value: Any) -> Any:
+            sel = self._selected(value) if isinstance(value, TArray) else None
+            if sel is not None:  # the kept array itself where the path that kept it ran (identity, as in NumPy)
+                return ("select", spec_of(sel.pred), spec_of(value), spec_of(sel.old), sel.old_when)
             if isinstance(value, TArray):
                 key = (value.buffer.uid, _hashable(value.path), value.kind, value.buffer.version)
                 if key not in memo:
@@ -200,9 +244,37 @@ def _rewritten_scalars(tx: TraceContext, effects: list[Effect]) -> set[str]:
     return found
 
 
-def _refuse_region(tx: TraceContext, what: str) -> None:
-    if tx.in_region:  # a loop or branch region retries unrolled, where the store is recorded once per iteration
+def _refuse_region(tx: TraceContext, what: str, stores: bool = True) -> None:
+    """A loop or branch region retries unrolled, where the store is recorded once per iteration. The paths of an
+    ``if`` traced as a cond may store (``stores``): branches.py makes each stored slot a cond result."""
+    if tx.in_region and not (stores and any(b is tx.builder for b in tx.side_effects.cond_paths)):
         tx.graph_break(f"{what} inside a loop or branch compiled as a region")
+
+
+@dataclass
+class Selection:
+    """A cond result ``result`` that one path of the ``if`` left as the array ``old`` (``g = g * s`` on one path
+    only, or a dict item rewritten on one path): its values are right, but in NumPy it *is* ``old`` when that path
+    ran. Stores replay ``old`` itself then (``old_when``: the truth of ``pred`` that selects it); a later write to
+    either array, or returning the result, is refused at the end of the trace (``refuse`` breaks, or retraces
+    with the branch cut)."""
+
+    result: TArray
+    node: Any
+    old: TArray
+    old_node: Any
+    pred: TArray
+    old_when: bool
+    refuse: Callable[[str], Any]
+
+
+def _holds_buffer(value: Any, buffer: Any, depth: int = 0) -> bool:
+    if isinstance(value, TArray):
+        return value.buffer is buffer
+    if isinstance(value, list | tuple | dict):  # (deeper than 8: assumed to hold it)
+        items = value.values() if isinstance(value, dict) else value
+        return depth >= 8 or any(_holds_buffer(v, buffer, depth + 1) for v in items)
+    return False
 
 
 _OBJECT_SETATTR = object.__setattr__

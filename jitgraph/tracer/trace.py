@@ -119,6 +119,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
             extra = {"leaf_names": _leaf_names(tx), "split": plan, "pending": tx.cuts[-1], "nodes": tx.builder.nodes}
             return TraceResult(full, None, guards, None, tx.n_arg_leaves, time.perf_counter() - start, extra)
         outputs: list[Any] = []
+        tx.side_effects.check_selections(tx, result)
         spec = _output_spec(tx, result, outputs)
         effects = tx.side_effects.finish(tx, lambda v: _output_spec(tx, v, outputs)) if tx.side_effects else []
         mutations = [(b.input_index, b.node) for b in tx.buffers
