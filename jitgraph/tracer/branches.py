@@ -129,26 +129,6 @@ def _aliases(frame: Frame, state: Snapshot, labels: list[str], values: list[Any]
     return kept
 
 
-def _slots(frame: Frame, state: Snapshot, mark: tuple[Any, ...], outer_region: bool) -> list[tuple[Any, Any]]:
-    """The dict and list items a path rebound, as ``(container, key)``: a path may store into containers the trace
-    writes back (``grads[k] = grads[k] * s``) when it keeps their keys and lengths; any other change to a Python
-    object (a new key, an append, a closure variable, an attribute or global store since ``mark``) is a graph
-    break, as is a store inside another region."""
-    tx, slots = frame.tx, []
-    for obj, values in state.changed_objects():
-        if outer_region or not isinstance(obj, dict | list) or id(obj) not in tx.side_effects.written:
-            break
-        if isinstance(obj, dict) and list(obj) != list(values) or isinstance(obj, list) and len(obj) != len(values):
-            break
-        keys = values if isinstance(obj, dict) else range(len(values))
-        slots += [(obj, k) for k in keys if obj[k] is not values[k]]
-    else:
-        if tx.side_effects.only_items_since(mark):
-            return slots
-    state.restore(frame)
-    tx.graph_break("a path changes a Python object (list, dict, closure variable, attribute or global)")
-
-
 def _key(slot: tuple[Any, Any]) -> tuple[int, str]:
     return id(slot[0]), repr(slot[1])
 
@@ -165,13 +145,13 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool,
     branch_pc, target = frame.pc - 1, ins.target
     state, mark = Snapshot(frame), effects.mark()
     merge = _run_path(frame, branch_pc + 1, branch_pc, target, None)
-    slots1 = _slots(frame, state, mark, outer_region)
+    slots1 = state.stored_items(frame, mark, outer_region)
     names1, written1 = _changes(frame, state)
     n_pushed = len(_pushed(frame, state, merge))
     state.restore(frame)
     effects.rollback(mark)
     _run_path(frame, target, branch_pc, target, merge)
-    slots2 = _slots(frame, state, mark, outer_region)
+    slots2 = state.stored_items(frame, mark, outer_region)
     names2, written2 = _changes(frame, state)
     if len(_pushed(frame, state, merge)) != n_pushed:
         tx.graph_break("the paths of a data-dependent if leave different numbers of values on the stack")
@@ -200,7 +180,7 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool,
             bad = next(n for n, v in zip(labels, values) if v is _MISSING or not carriable(v))
             tx.graph_break(f"a data-dependent if sets {bad!r} on one path only, or to a non-numeric value")
         kept = _aliases(frame, state, labels, values, olds, may_keep)
-        if {_key(s) for s in _slots(frame, state, mark, outer_region)} - {_key(s) for s in slots}:
+        if {_key(s) for s in state.stored_items(frame, mark, outer_region)} - {_key(s) for s in slots}:
             tx.graph_break("a path of a data-dependent if stores into other items on another pass")
         outs = [value_node(tx, v) for v in values] + [b.node for b in written]
         paths.append((rb, outs, values, kept))

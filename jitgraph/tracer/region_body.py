@@ -78,6 +78,26 @@ class Snapshot:
         """The Python lists, dicts, sets and cells the pass changed, each with its contents before the pass."""
         return [(obj, saved[1]) for obj, saved in self.mutables if _contents(obj) != saved[0]]
 
+    def stored_items(self, frame: Frame, mark: tuple[Any, ...], outer_region: bool) -> list[tuple[Any, Any]]:
+        """The dict and list items a pass rebound, as ``(container, key)``, for an ``if`` traced as a cond: a path
+        may store into containers the trace writes back (``grads[k] = grads[k] * s``) when it keeps their keys and
+        lengths; any other change to a Python object (a new key, an append, a closure variable, an attribute or
+        global store since the side-effect ``mark``) is a graph break, as is a store inside another region."""
+        tx, slots = frame.tx, []
+        for obj, values in self.changed_objects():
+            if outer_region or not isinstance(obj, dict | list) or id(obj) not in tx.side_effects.written:
+                break
+            if isinstance(obj, dict) and list(obj) != list(values) or \
+                    isinstance(obj, list) and len(obj) != len(values):
+                break
+            keys = values if isinstance(obj, dict) else range(len(values))
+            slots += [(obj, k) for k in keys if obj[k] is not values[k]]
+        else:
+            if tx.side_effects.only_items_since(mark):
+                return slots
+        self.restore(frame)
+        tx.graph_break("a path changes a Python object (list, dict, closure variable, attribute or global)")
+
     def changed_locals(self, frame: Frame) -> list[str]:
         """Locals the pass bound to another value (new locals included)."""
         return [n for n, v in frame.locals.items() if self.locals.get(n, _MISSING) is not v]
