@@ -58,6 +58,7 @@ _SINGLETONS = (None, True, False, Ellipsis, NotImplemented)
 
 def identical(tx: TraceContext, a: Any, b: Any) -> bool:
     """``a is b``, with identity guards on the ordinary objects the answer depends on."""
+    tx.side_effects.refuse_selected(a, b, why="is compared with `is`")
     if not any(v is s for v in (a, b) for s in _SINGLETONS):  # else the key's types decide it
         _guard_identities(tx, a, b, "`is` test")
     return a is b

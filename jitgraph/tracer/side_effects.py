@@ -163,6 +163,13 @@ class SideEffects:
             if _holds_buffer(result, sel.result.buffer):
                 sel.refuse("is returned (the return value would not be the array the other path kept)")
 
+    def refuse_selected(self, *values: Any, why: str) -> None:
+        """An identity test on a cond result that stands for a kept array (``g is x``): its answer would be wrong
+        on the path that kept the array."""
+        for sel in self.selections:
+            if any(isinstance(v, TArray) and v.buffer is sel.result.buffer for v in values):
+                sel.refuse(why)
+
     def _selected(self, value: TArray) -> Selection | None:
         for sel in self.selections:
             if value.buffer is sel.result.buffer:

@@ -161,3 +161,15 @@ def test_an_attribute_store_on_one_path_stays_numpys() -> None:
         compiled = jitgraph.compile(attr_store)
         _same(attr_store(e_h, x, c), compiled(c_h, x, c))
         _same(e_h.v, c_h.v)
+
+
+def is_test(x, c):
+    g = x
+    if np.sum(g) > c:
+        g = g * 2.0
+    return g is x, g.sum()
+
+
+def test_an_identity_test_on_the_rebound_name_stays_numpys() -> None:
+    x = np.arange(3.0)
+    run(is_test, [(x, 100.0), (x, 1.0), (x, 100.0)])
