@@ -168,7 +168,7 @@ def _trace_if(frame: Frame, ins: Instr, condition: TArray, jump_when: bool,
     paths: list[tuple[RegionBuilder, list[Node], list[Any], list[bool]]] = []
     for start in (branch_pc + 1, target):
         rb = enter(frame)
-        effects.cond_paths.append(tx.builder)
+        effects.cond_paths.append(None if outer_region else tx.builder)  # (inside a loop region: no stores)
         try:
             _run_path(frame, start, branch_pc, target, merge)
         finally:
