@@ -203,6 +203,32 @@ class _Sweeps:
                 stack.extend(i for i in n.inputs if i in self.inner)
         return seen
 
+    def sweep_body(self, order: list[Node], uses: dict[Node, int], accumulators: dict[Node, str],
+                   writes: list[Node], inner: int) -> None:
+        """The innermost statements of a sweep: each reduction target combined into its accumulator (a scalar, or
+        a column partial's element), other values computed once (a temporary where read twice), the full-shape
+        outputs among ``writes`` stored."""
+        em = self.em
+        texts: dict[Node, str] = {}
+        for n in order:
+            if n in accumulators:
+                (x,) = n.inputs
+                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
+                value = self.operand(x, n, texts) if x in texts else f"{em.var[x]}[{', '.join(self.loop_vars)}]"
+                if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
+                    value = cast_text(value, x.tensor_type.dtype, acc)
+                em.write(inner, f"{accumulators[n]} = "
+                                f"{cpu_emitters.reduction_combine(n.op, accumulators[n], value)}")
+                continue
+            text = self.value(n, texts)
+            if uses[n] > 1:
+                temp = "e" + self.names[n][1:]
+                em.write(inner, f"{temp} = {text}")
+                text = temp
+            texts[n] = text
+            if n in writes:
+                em.write(inner, f"{self.names[n]}[{self.index(n)}] = {text}")
+
     def sweep(self, targets: list[Node], writes: list[Node], at: int) -> None:
         em, info = self.em, self.info
         order = [n for n in self.body.nodes if n in self.needed(targets + writes)]
@@ -215,26 +241,7 @@ class _Sweeps:
         reduced = list(info.raxes)
         for k, a in enumerate(reduced):
             em.write(at + k, f"for {self.loop_vars[a]} in range({em.size(info.domain[a])}):")
-        inner = at + len(reduced)
-        texts: dict[Node, str] = {}
-        for n in order:
-            if n in targets:
-                (x,) = n.inputs
-                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-                value = self.operand(x, n, texts) if x in texts else \
-                    f"{em.var[x]}[{', '.join(self.loop_vars)}]"
-                if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
-                    value = cast_text(value, x.tensor_type.dtype, acc)
-                em.write(inner, f"{self.scalars[n]} = {cpu_emitters.reduction_combine(n.op, self.scalars[n], value)}")
-                continue
-            text = self.value(n, texts)
-            if uses[n] > 1:
-                temp = "e" + self.names[n][1:]
-                em.write(inner, f"{temp} = {text}")
-                text = temp
-            texts[n] = text
-            if n in writes:
-                em.write(inner, f"{self.names[n]}[{self.index(n)}] = {text}")
+        self.sweep_body(order, uses, {n: self.scalars[n] for n in targets}, writes, at + len(reduced))
         for n in targets:
             final = f"{dtype_ctor(n.tensor_type.dtype)}({self.scalars[n]})"
             em.write(at, f"{self.scalars[n]} = {final}")
@@ -298,26 +305,7 @@ class _ColumnSweeps(_Sweeps):
                 em.write(start, f"{accumulators[n]} = {shared.reduction_init(n.op, acc)}")
         for a in range(len(self.info.domain)):
             em.write(at + a, f"for {self.loop_vars[a]} in range({em.size(self.info.domain[a])}):")
-        inner = at + len(self.info.domain)
-        texts: dict[Node, str] = {}
-        for n in order:
-            if n in targets:
-                (x,) = n.inputs
-                acc = shared.accumulator_dtype(n.op, n.tensor_type.dtype)
-                value = self.operand(x, n, texts) if x in texts else f"{em.var[x]}[{', '.join(self.loop_vars)}]"
-                if n.op not in ("any", "all"):
-                    value = cast_text(value, x.tensor_type.dtype, acc)
-                em.write(inner, f"{accumulators[n]} = "
-                                f"{cpu_emitters.reduction_combine(n.op, accumulators[n], value)}")
-                continue
-            text = self.value(n, texts)
-            if uses[n] > 1:
-                temp = "e" + self.names[n][1:]
-                em.write(inner, f"{temp} = {text}")
-                text = temp
-            texts[n] = text
-            if n in writes:
-                em.write(inner, f"{self.names[n]}[{self.index(n)}] = {text}")
+        self.sweep_body(order, uses, accumulators, writes, at + len(self.info.domain))
         for n in targets:
             self.scalars[n] = f"{dtype_ctor(n.tensor_type.dtype)}({accumulators[n]})"
         results = [n for n in targets if is_array(n) and n in self.body.outputs]
