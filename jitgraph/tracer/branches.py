@@ -421,8 +421,10 @@ def _refuser(tx: Any, ins: Instr, filename: str, ordinal: int | None, resuming: 
 
 
 def _in_loop(frame: Frame, pc: int) -> bool:
-    """Whether the instruction at ``pc`` lies inside a loop of its frame (a backward jump passes over it)."""
-    return any(i.target is not None and i.target <= pc < k for k, i in enumerate(frame.program.instrs))
+    """Whether the instruction at ``pc`` lies inside a loop of its frame: a backward jump passes over it, or is it
+    (3.12 compiles ``if c: break`` at a loop's end as a conditional jump back to the loop's head)."""
+    return any(i.target is not None and i.target < k and i.target <= pc <= k
+               for k, i in enumerate(frame.program.instrs))
 
 
 # ---- while conditions that are and/or chains, and tests met at the bottom ----------------------------------------
