@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
-from jitgraph.tracer import resume
+from jitgraph.tracer import selections
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.index_tricks import index_trick, is_index_trick
 from jitgraph.tracer.split import NOT_CUT
@@ -81,6 +81,8 @@ def _guard_identities(tx: TraceContext, a: Any, b: Any, what: str) -> None:
 
 
 def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False) -> Any:
+    if selections.is_lazy(a) or selections.is_lazy(b):
+        return selections.binary(tx, symbol, a, b, inplace, binary)
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             tx.graph_break(f"operator {symbol} with None", TypeError(f"unsupported operand type(s) for {symbol}"))
@@ -255,6 +257,8 @@ def _numpy_casting_error(ufunc: str, dtype: np.dtype, operand: Any, tx: TraceCon
 
 
 def compare(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
+    if selections.is_lazy(a) or selections.is_lazy(b):
+        return selections.binary(tx, symbol, a, b, False, compare)
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             return _compare_none(tx, symbol, b if _is_none(a) else a)
@@ -280,6 +284,8 @@ PY_UNARY = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
 
 
 def unary(tx: TraceContext, symbol: str, a: Any) -> Any:
+    if selections.is_lazy(a):
+        return selections.unary(tx, symbol, a, unary)
     if isinstance(a, TArray):
         return tx.result(tx.op(UNARY_UFUNC[symbol], tx.read(a)))
     if not is_plain(a):
@@ -333,6 +339,8 @@ def parse_index(tx: TraceContext, index: Any) -> tuple[tuple[Any, ...], list[Any
 
 
 def getitem(tx: TraceContext, container: Any, index: Any) -> Any:
+    if selections.is_lazy(container):
+        container.misuse()  # x[m][0]: the trace cuts at x[m] instead
     if isinstance(container, TArray):
         return array_getitem(tx, container, index)
     if is_index_trick(container):
@@ -350,7 +358,7 @@ def getitem(tx: TraceContext, container: Any, index: Any) -> Any:
 def array_getitem(tx: TraceContext, array: TArray, index: Any) -> TArray:
     if array.kind != "array":
         tx.graph_break("indexing a scalar", IndexError("invalid index to scalar variable."))
-    value = resume.mask_read(tx, array, index)  # x[mask]: run eagerly, the trace resumes after it (resume.py)
+    value = selections.mask_read(tx, array, index)  # x[mask]: lazy (selections.py), or cut and resumed (resume.py)
     if value is not NOT_CUT:
         return value
     spec, operands = parse_index(tx, index)

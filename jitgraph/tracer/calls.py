@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.tracer import bytecode, resume, side_effects, split
+from jitgraph.tracer import bytecode, selections, side_effects, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
@@ -44,10 +44,12 @@ def register_made_function(tx: TraceContext, fn: types.FunctionType, globals_sou
 
 
 def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if selections.involved(fn, args, kwargs):  # sel.sum(), len(sel), np.abs(sel): selections.py (or a retry)
+        return selections.call(tx, fn, args, kwargs, call)
     if tx.may_split and not isinstance(fn, ArrayMethod | TArray) and not _compiles(fn):
         value = split.eager_call(tx, fn, args, kwargs)  # print, logging, np.random: run between two graphs
         if value is split.NOT_CUT:
-            value = resume.data_call(tx, fn, args, kwargs)  # np.unique, np.nonzero: resumed after (resume.py)
+            value = selections.data_call(tx, fn, args, kwargs)  # np.unique, np.nonzero: lazy, or resumed after
         if value is not split.NOT_CUT:
             return value
     if isinstance(fn, ArrayMethod):
@@ -249,6 +251,8 @@ _PLAIN_ATTR_TYPES = (int, float, bool, complex, str, bytes, slice, range, np.dty
 
 
 def load_attr(tx: TraceContext, obj: Any, name: str) -> Any:
+    if selections.is_lazy(obj):
+        return selections.attr(tx, obj, name)
     if isinstance(obj, TArray):
         return array_attr(tx, obj, name)
     if isinstance(obj, SuperProxy):

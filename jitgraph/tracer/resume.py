@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,9 +42,10 @@ class Suspend(BaseException):
 
 class Retry(BaseException):
     """Internal: a data-dependent branch failed to become a cond after its paths ran (they may have changed
-    Python objects the region's undo does not reach): trace again, cutting at that branch without trying."""
+    Python objects the region's undo does not reach), or a lazy selection (selections.py) was used in a way it does
+    not support: trace again, cutting at that branch (``ordinal``) or site (``("selection", k)``) without trying."""
 
-    def __init__(self, ordinal: int) -> None:
+    def __init__(self, ordinal: int | tuple[str, int]) -> None:
         super().__init__(ordinal)
         self.ordinal = ordinal
 
@@ -58,8 +59,11 @@ class ResumeState:
     observed: tuple = ()
     count: int = 0
     enabled: bool = True
-    force: frozenset[int] = frozenset()  # branches (by ordinal) cut without trying a cond first (Retry)
+    force: frozenset[int | tuple[str, int]] = frozenset()  # branches (by ordinal) cut without trying a cond
+    # first, and ("selection", k): sites cut without a lazy selection (Retry)
     branches: int = 0  # data-dependent branches met so far
+    selections: int = 0  # sites met so far where a lazy selection may stand (selections.py)
+    lazy: list[int] = field(default_factory=list)  # those that stand as lazy values in this pass
 
 
 # NumPy functions whose result's size depends on the data: run eagerly, the next segment reads their result.
@@ -91,6 +95,30 @@ def mask_read(tx: TraceContext, array: TArray, index: Any) -> Any:
                       "boolean mask read x[mask]: the size of its result depends on the data")
 
 
+def lazy_site(tx: TraceContext, values: list[Any]) -> int | None:
+    """A site where a lazy selection (selections.py) may stand instead of a cut: its ordinal, or None where it
+    cuts (or breaks) as before -- no cut possible here, or an earlier pass of this trace forced it (Retry)."""
+    state: ResumeState | None = tx.resume
+    if state is None or not _may_cut(tx, values) or state.selections >= MAX_DATA_CUTS:
+        return None
+    ordinal = state.selections
+    state.selections += 1
+    if ("selection", ordinal) in state.force:
+        return None
+    state.lazy.append(ordinal)
+    return ordinal
+
+
+def retry_if_lazy(tx: TraceContext) -> None:
+    """A pass that holds lazy selections meets a graph break or a data-dependent cut: trace again with the first
+    of them cut, until none is left -- the outcome is then exactly that of a trace without them. (A lazy value
+    does not cross a cut: the driver matches resumed traces with the first one up to each cut, and only ordinary
+    graph values are carried over it.)"""
+    state: ResumeState | None = tx.resume
+    if state is not None and state.lazy:
+        raise Retry(("selection", state.lazy[0]))
+
+
 def next_branch(tx: TraceContext, condition: TArray) -> tuple[int, bool]:
     """A data-dependent branch is met: its ordinal, and whether it is to be cut at once (a cond was tried at it
     in an earlier pass of this trace and failed)."""
@@ -108,6 +136,7 @@ def branch_possible(tx: TraceContext, condition: TArray) -> bool:
 def branch_cut(tx: TraceContext, condition: TArray) -> Any:
     """``if <traced scalar>:`` that cannot become a cond: the truth value observed at run time (a bool); the
     trace stops here when it has no observation yet (Suspend)."""
+    retry_if_lazy(tx)
     state: ResumeState = tx.resume
     reason = "a data-dependent branch that cannot become a cond: the truth value is read at run time, and the " \
              "rest of the function is traced for the value seen (guarded)"
@@ -139,6 +168,7 @@ def _may_cut(tx: TraceContext, values: list[Any]) -> bool:
 
 
 def _array_cut(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any], reason: str) -> Any:
+    retry_if_lazy(tx)
     state: ResumeState = tx.resume
     nodes: list[Node] = []
     arg_specs = tuple(spec_of(tx, v, nodes) for v in args)
@@ -212,8 +242,10 @@ __all__ = [
     "branch_cut",
     "branch_possible",
     "data_call",
+    "lazy_site",
     "live_nodes",
     "mask_read",
     "next_branch",
     "observe",
+    "retry_if_lazy",
 ]

@@ -16,7 +16,7 @@ from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
-from jitgraph.tracer.resume import ResumeState, Retry, Suspend
+from jitgraph.tracer.resume import ResumeState, Retry, Suspend, retry_if_lazy
 from jitgraph.tracer.split import split_graph
 from jitgraph.tracer.values import TArray, Yielded, is_plain
 
@@ -108,6 +108,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
     except Suspend:  # a pending data-dependent cut: the graph up to it, nothing returned yet (resume.py)
         pending = True
     except GraphBreak as exc:
+        retry_if_lazy(tx)  # a pass with lazy selections (selections.py) retries with them cut, as without them
         return _broken(tx, guards, exc, start)
     try:
         if pending:
@@ -132,6 +133,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         graph = eliminate_dead(full)
         brk = None
     except GraphBreak as exc:
+        retry_if_lazy(tx)
         graph, spec, brk, effects, plan = None, None, exc, [], None
     extra: dict[str, Any] = {"leaf_names": _leaf_names(tx)}
     if plan is not None:
