@@ -43,7 +43,9 @@ class Op:
     (``x[1:]`` is a view, ``x[idx_array]`` and ``x[1, 2]`` are copies). Ask :meth:`makes_view` or
     :func:`is_view_node` rather than reading ``is_view`` directly. ``raises`` says the implementation may raise on
     its operands' values, not only their types (LAPACK on a singular matrix): such a node is never dropped as dead
-    and orders the graph's effects (``ir.graph.may_raise``).
+    and orders the graph's effects (``ir.graph.may_raise``). ``by_numpy`` says no backend computes the op in its own
+    code: compiled code calls NumPy's routine for it (sorts, histograms, ``np.convolve``...); ask :attr:`runs_numpy`,
+    which also counts the LAPACK kind (the tracer keeps such calls out of loop bodies where it can).
     """
 
     name: str
@@ -54,10 +56,16 @@ class Op:
     doc: str = ""
     view_rule: Callable[[tuple[Any, ...], Mapping[str, Any]], bool] | None = None
     raises: bool = False
+    by_numpy: bool = False
 
     @property
     def is_elementwise(self) -> bool:
         return self.kind is OpKind.ELEMENTWISE
+
+    @property
+    def runs_numpy(self) -> bool:
+        """Whether compiled code runs NumPy's own routine for this op (a call out, not generated code)."""
+        return self.by_numpy or self.kind is OpKind.LAPACK
 
     def makes_view(self, input_types: tuple[Any, ...], attrs: Mapping[str, Any]) -> bool:
         """Whether this application's result aliases its first input in NumPy."""

@@ -9,8 +9,9 @@ from array data, like CSR row pointers), is traced *once*, with the induction va
 3. a ``loop`` node is recorded in the enclosing graph and the changed locals and storages are rebound to its
    results, so code after the loop (and views of the same storages) see them.
 
-A ``break``/``return`` inside the body, a side effect on a Python object, or a branch on the induction variable
-makes the attempt fail; the tracer's state is restored and the loop is unrolled as before when its trip count is
+A short loop (a known trip count of at most :data:`UNROLL_MAX`) is unrolled instead when its body does not index
+with the loop variable, or when its body calls NumPy (:func:`_calls_numpy`). A ``break``/``return`` inside the
+body, a side effect on a Python object, or a branch on the induction variable makes the attempt fail; the tracer's state is restored and the loop is unrolled as before when its trip count is
 known (so nothing that traced before stops tracing), or the call falls back with the reason when it is not.
 
 Entry points, called by the opcode handlers and the builtins table: ``GET_ITER`` asks :func:`wants_region` and
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jitgraph.ir.graph import Node
+from jitgraph.ir.ops import get_op
 from jitgraph.ir.ops.control import INDEX_TYPE, RegionBuilder, _project, _resignature
 from jitgraph.ir.types import TensorType
 from jitgraph.tracer.arrays import array_getitem
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
     from jitgraph.tracer.frame import Frame
 
 UNROLL_MAX = 16
+"""The longest known trip count a loop is unrolled at when a region would cost more than the copies of its body:
+a body that indexes with nothing of the loop's, or one that calls NumPy (:func:`_calls_numpy`). Sixteen copies of
+a body of tens of ops keep the graph in the hundreds of nodes (traced and compiled in milliseconds each), while
+a per-iteration cost that stays in a region grows with the trip count; past it the region's one copy wins."""
 _log = logging.getLogger("jitgraph.regions")
 
 
@@ -76,7 +82,7 @@ def symbolic_range(tx: TraceContext, *args: Any) -> SymRange:
 
 
 class _Unroll(Exception):
-    """A short loop whose body does not index arrays with the loop variable: unrolling is better."""
+    """A short loop whose body does not index arrays with the loop variable, or calls NumPy: unrolling is better."""
 
 
 def wants_region(value: Any) -> bool:
@@ -98,6 +104,18 @@ def _indexes_with(graph_nodes: list[Node], induction: Node) -> bool:
         elif any(i in derived for i in node.inputs) and node.type.shape == ():  # type: ignore[union-attr]
             derived.add(node)
     return False
+
+
+def _calls_numpy(graph_nodes: list[Node]) -> bool:
+    """Whether the body itself runs an op through NumPy's own routine (LAPACK, sorts, histograms: ``Op.runs_numpy``).
+
+    Why unroll then: compiled code cannot inline such a call, so inside a loop region every iteration leaves the
+    compiled loop for it (Numba's object mode costs a few microseconds per call, more than Python's own call:
+    the CPU backend runs a body of few other ops eagerly rather than so). Unrolled, the calls sit in straight-line
+    code, between compiled kernels, as they did before loops became regions (gmm_e_step's ``inv``/``det`` per
+    component). A call inside a nested region is not counted: unrolling the outer loop would leave it in a loop.
+    """
+    return any(get_op(node.op).runs_numpy for node in graph_nodes)
 
 
 def _run_body(frame: Frame, head: int, exit_pc: int) -> None:
@@ -161,7 +179,8 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange, elements: TArray
         if isinstance(rng, SymRange):
             tx.graph_break("a loop with a side effect on a Python object (list, dict, closure variable)")
         raise _Unroll
-    if not isinstance(rng, SymRange) and len(rng) <= UNROLL_MAX and not _indexes_with(rb.nodes, induction):
+    if not isinstance(rng, SymRange) and len(rng) <= UNROLL_MAX and (not _indexes_with(rb.nodes, induction)
+                                                                     or _calls_numpy(rb.nodes)):
         state.restore(frame)
         raise _Unroll
     first_bound = [n for n in frame.locals if n not in state.locals and _read_outside(frame, n, head, exit_pc)]

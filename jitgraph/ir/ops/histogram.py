@@ -59,6 +59,6 @@ def _histogram(*values: Any, bins: int | None, range: tuple[float, float] | None
     return hist, out_edges
 
 
-define(Op("histogram", OpKind.INDEXING, _infer, _histogram, raises=True,
+define(Op("histogram", OpKind.INDEXING, _infer, _histogram, raises=True, by_numpy=True,
           doc="np.histogram(a, bins, range, density, weights) with a fixed bin count or fixed edges: (hist, edges); "
               "attrs: bins (None: the edges are the second operand), range, density, weighted (weights last)"))

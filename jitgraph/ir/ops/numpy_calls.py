@@ -126,13 +126,13 @@ def _partition_impl(name: str) -> Callable[..., Any]:
 
 
 for _name in ("convolve", "correlate"):
-    define(Op(_name, OpKind.INDEXING, _sliding(_name), _sliding_impl(_name),
+    define(Op(_name, OpKind.INDEXING, _sliding(_name), _sliding_impl(_name), by_numpy=True,
               doc=f"np.{_name}(a, v, mode) of two 1-D arrays, through NumPy"))
-define(Op("interp", OpKind.INDEXING, _infer_interp, np.interp,
+define(Op("interp", OpKind.INDEXING, _infer_interp, np.interp, by_numpy=True,
           doc="np.interp(x, xp, fp, left, right, period) through NumPy"))
-define(Op("digitize", OpKind.INDEXING, _infer_digitize, np.digitize, raises=True,
+define(Op("digitize", OpKind.INDEXING, _infer_digitize, np.digitize, raises=True, by_numpy=True,
           doc="np.digitize(x, bins, right) through NumPy; ValueError when the bins are not monotonic"))
-define(Op("cross", OpKind.INDEXING, _infer_cross, np.cross, doc="np.cross of 3-vectors along the last axis"))
+define(Op("cross", OpKind.INDEXING, _infer_cross, np.cross, by_numpy=True, doc="np.cross of 3-vectors along the last axis"))
 for _name in ("partition", "argpartition"):
-    define(Op(_name, OpKind.INDEXING, _partitioner(_name), _partition_impl(_name),
+    define(Op(_name, OpKind.INDEXING, _partitioner(_name), _partition_impl(_name), by_numpy=True,
               doc=f"np.{_name}(a, kth, axis) through NumPy (attrs: kth a tuple)"))

@@ -57,5 +57,5 @@ def _quantile(*values: Any, fn: str, axis: tuple[int, ...] | None = None, keepdi
     return _call(fn, values[0], values[1] if len(values) > 1 else None, axis, keepdims, method)
 
 
-define(Op("quantile", OpKind.INDEXING, _infer, _quantile, raises=True,
+define(Op("quantile", OpKind.INDEXING, _infer, _quantile, raises=True, by_numpy=True,
           doc="np.median/quantile/percentile and their nan forms (attrs: fn, axis, keepdims, method) through NumPy"))

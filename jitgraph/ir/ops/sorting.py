@@ -44,8 +44,8 @@ def _argsort(x: Any, axis: int | None, kind: str = "quicksort") -> Any:
     return np.argsort(x, axis=axis, kind=kind)
 
 
-define(Op("sort", OpKind.INDEXING, _infer("sort"), _sort, doc="np.sort(x, axis, kind): a sorted copy"))
-define(Op("argsort", OpKind.INDEXING, _infer("argsort"), _argsort,
+define(Op("sort", OpKind.INDEXING, _infer("sort"), _sort, by_numpy=True, doc="np.sort(x, axis, kind): a sorted copy"))
+define(Op("argsort", OpKind.INDEXING, _infer("argsort"), _argsort, by_numpy=True,
           doc="np.argsort(x, axis, kind): the indices that sort x (intp)"))
 
 
@@ -64,5 +64,5 @@ def _searchsorted(a: Any, v: Any, side: str = "left") -> Any:
     return np.searchsorted(a, v, side=side)
 
 
-define(Op("searchsorted", OpKind.INDEXING, _infer_searchsorted, _searchsorted,
+define(Op("searchsorted", OpKind.INDEXING, _infer_searchsorted, _searchsorted, by_numpy=True,
           doc="np.searchsorted(a, v, side): insertion points of v in the sorted 1-D a (intp)"))
