@@ -98,6 +98,9 @@ ENV: dict[str, EnvVar] = {e.name: e for e in (
     EnvVar("JITGRAPH_SMALL_KERNELS", "0", "1: every fused group of several ops launches its kernel however small its "
            "arrays (the test suite sets it: its kernel tests use tiny arrays); 0: groups the cost model finds too "
            "small for a launch to pay off run as NumPy calls inside the graph"),
+    EnvVar("JITGRAPH_VECTOR_WIDTH", "auto", "SIMD width jitgraph's CPU kernels ask LLVM for (per kernel; the user's "
+           "own @njit code is untouched): auto (512 on Sapphire/Emerald/Granite Rapids and Zen 4/5 with AVX-512, "
+           "else LLVM's choice; LLVM's choice too when NUMBA_CPU_NAME/NUMBA_CPU_FEATURES are set), 256 or 512"),
     EnvVar("XDG_CACHE_HOME", "", "the kernel disk cache defaults to $XDG_CACHE_HOME/jitgraph (else ~/.cache)",
            "external"),
     EnvVar("NUMBA_CPU_NAME", "host", "Numba's target CPU; other than host, the math library assumes no FMA",

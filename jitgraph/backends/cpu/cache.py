@@ -3,8 +3,8 @@
 ``numba.njit(cache=True)`` only caches functions defined in a real file, so each kernel module is written to
 ``$JITGRAPH_CACHE_DIR/kernels/<key>.py`` and imported from there; Numba keeps its compiled code next to it in
 ``__pycache__`` and a new process loads that instead of compiling. The key hashes the kernel source together with
-everything the machine code depends on: jitgraph's and Numba's versions, the helper and math-library sources, and
-the CPU (name and features). The dtype signature is part of Numba's own index inside the cache.
+everything the machine code depends on: jitgraph's and Numba's versions, the helper and math-library sources, the
+CPU (name and features) and the vector width kernels ask for (``JITGRAPH_VECTOR_WIDTH``). The dtype signature is part of Numba's own index inside the cache.
 
 Robustness:
 
@@ -52,6 +52,7 @@ import llvmlite.binding as llvm
 import numba
 
 from jitgraph.backends.cpu.cache_safety import CacheRefused, cache_dir, kernels_dir
+from jitgraph.backends.cpu.vector_width import attribute_width
 
 try:
     import fcntl
@@ -84,14 +85,15 @@ def _jitgraph_version() -> str:
 
 
 @memoize
-def _environment_fingerprint() -> str:
-    """Everything besides the kernel text that the compiled code depends on."""
+def _environment_fingerprint(vector_width: int | None) -> str:
+    """Everything besides the kernel text that the compiled code depends on (``vector_width``: the width the
+    kernels ask LLVM for, :mod:`vector_width`, which ``JITGRAPH_VECTOR_WIDTH`` may change between processes)."""
     here = Path(__file__).parent
     parts = [_jitgraph_version(), numba.__version__, sys.version, llvm.get_host_cpu_name(),
-             llvm.get_host_cpu_features().flatten()]
+             llvm.get_host_cpu_features().flatten(), f"vector width {vector_width}"]
     # The modules generated kernels import (their helpers are compiled into the cached code): every one of them.
-    imported = [here / "helpers.py", *sorted(here.glob("mathlib*.py")), here.parent / "scalar_semantics.py",
-                here.parent / "cuda" / "device_fns.py"]
+    imported = [here / "helpers.py", here / "vector_width.py", *sorted(here.glob("mathlib*.py")),
+                here.parent / "scalar_semantics.py", here.parent / "cuda" / "device_fns.py"]
     for path in imported:
         if path.exists():
             parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
@@ -99,7 +101,7 @@ def _environment_fingerprint() -> str:
 
 
 def kernel_key(source: str) -> str:
-    return hashlib.sha256((_environment_fingerprint() + "\n" + source).encode()).hexdigest()[:24]
+    return hashlib.sha256((_environment_fingerprint(attribute_width()) + "\n" + source).encode()).hexdigest()[:24]
 
 
 def _atomic_write(path: Path, text: str) -> None:
