@@ -341,7 +341,9 @@ def _reduce(tx: TraceContext, entry: tuple[Any, Any, int], sel: MaskedSelection,
         sel.misuse()
     acc = np.dtype(np.float64) if t.dtype.kind in "biu" else np.dtype(np.float32) if t.dtype.itemsize < 4 \
         else t.dtype
-    total = tx.read(call_fn(tx, np.sum, [filled], {**numpy_kwargs, "dtype": acc}))
+    if acc != t.dtype:  # np.sum(dtype=acc) casts each element first; a cast keeps the sum compilable in regions
+        filled = tx.fresh(tx.op("astype", tx.read(filled), dtype=acc), "array")
+    total = tx.read(call_fn(tx, np.sum, [filled], numpy_kwargs))
     count = _count(tx, sel)
     if axis is None and sel.rest:
         count = tx.op("multiply", count, tx.node(np.int64(int(np.prod(sel.rest)))))

@@ -115,7 +115,7 @@ def early_none(x):
 
 
 def _helper(v):
-    kept = v[v > 0.5]
+    kept = np.sort(v[v > 0.5])  # sorted: a cut (only reduced, x[mask] stays in the graph)
     return kept.sum()
 
 
@@ -128,7 +128,7 @@ def nested(x):
 def loop_of_masks(x):
     acc = 0.0
     for k in range(3):
-        part = x[x > k * 0.5]
+        part = np.sort(x[x > k * 0.5])
         acc = acc + part.sum()
     return acc * x
 
@@ -164,7 +164,7 @@ def printed_then_masked(x):
 def written_then_masked(x):
     x *= 2.0  # an argument written before the break, read after it
     kept = x[x > 0]
-    return kept.sum(), x
+    return kept * 2.0, x  # returned: a cut (only reduced, x[mask] stays in the graph: tracer/selections.py)
 
 
 def divides_by_count(x):
@@ -245,7 +245,7 @@ def test_values_not_held_at_the_cut_are_recomputed(monkeypatch) -> None:
 
     def reads_earlier(x):
         z = np.tanh(x) * 3.0
-        kept = x[x > 0]
+        kept = np.sort(x[x > 0])
         return kept.sum() + z  # z: computed before the cut, read after it
 
     compiled = _against_eager(reads_earlier, [(_data(s),) for s in (1, 2, 3)])

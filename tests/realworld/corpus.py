@@ -539,13 +539,13 @@ class PCA:
 
 
 def count_classes(y, X):
-    classes = np.unique(y)  # a data-dependent shape
+    classes = np.unique(y)  # a data-dependent shape, only counted: one graph (tracer/selections.py)
     return X.sum(axis=0) / len(classes)
 
 
 def positive_sum(x):
     y = x * 2
-    return y[y > 0].sum()  # a boolean-mask read: a data-dependent shape
+    return y[y > 0].sum()  # a boolean-mask read (a data-dependent shape), only reduced: one graph
 
 
 def early_exit(x):
@@ -640,8 +640,8 @@ CASES = [
     Case("whiten_nested", whiten_nested, lambda: (_X(8, 3),)),
     Case("PCA.fit_transform", PCA.fit_transform, lambda: (PCA(), _X(8, 4))),
     Case("PCA.fit_store_first", PCA.fit_store_first, lambda: (PCA(), _X(8, 4))),
-    Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X()), kind="split"),
-    Case("positive_sum", positive_sum, lambda: (_X(),), kind="split"),
+    Case("count_classes", count_classes, lambda: (np.array([0, 2, 2, 1, 0]), _X())),
+    Case("positive_sum", positive_sum, lambda: (_X(),)),
     Case("early_exit", early_exit, lambda: (_X(),)),
     Case("early_none", early_none, lambda: (_X(),), kind="split"),
 ]
