@@ -1,24 +1,40 @@
 """The five size-changing loops of issue 20: how many entries each compiles, and eager vs compiled wall time.
 
-Run ``python benchmarks/dynamic.py``. Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
+Run ``python benchmarks/dynamic.py`` (``--part loops`` or ``--part workloads`` for one table). Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
 ``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
 cached). ``compile s`` is cold minus warm. ``variants`` are entries traced only for new sizes of dynamic dimensions
 (not recompiles); ``numba`` counts entries compiled for themselves (a loop driver whose source another size compiled
 already is shared). Every row checks that compiled and eager results agree.
 ``tests/dynamic/test_loops.py`` runs the same loops (smaller) with their entry budgets.
+
+The second table runs the six workloads W1-W6 of ``benchmarks/workloads.py`` (imported, not copied) with static and
+with dynamic shapes. *static*: ``jitgraph.compile(fn)``, warmed up at the workload's size. *dynamic*:
+``jitgraph.compile(fn, dynamic=True)``, warmed up first at 3/4 of the batch dimension (dim 0 of every input that
+shares the first input's dim 0), then called at the workload's size: that call is a *size variant* (``variants``
+1, the same kernels, which take their extents as run-time arguments, no Numba compile: ``new size s`` is its
+first-call time) or, where the graph differs in more than sizes (a size baked into a constant), a recompile.
+Both are then timed at the workload's size in alternating blocks (``timing.paired_timings``, medians) and compared:
+``ratio`` = dynamic / static. ``noise`` is the same pairing of the static function against itself: how far apart
+two identical runs land on this machine. Every row checks both results against eager NumPy.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the script runs from anywhere
+
 import jitgraph
+from benchmarks import workloads
+from benchmarks.timing import paired_timings
 
 # ----------------------------------------------------------------------------- the steps, as users write them
 
@@ -161,27 +177,99 @@ def numba_compiles(f: Any) -> int:
     return sum(1 for e in f.explain().entries if e.mode == "graph" and not getattr(e.compiled, "shared", False))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=1, help="divide the sizes by this (quick runs)")
-    args = parser.parse_args()
+def loops_table(scale: int) -> None:
     print(f"{'loop':34} {'entries':>7} {'variants':>8} {'budget':>6} {'numba':>5} {'compile s':>9} {'eager s':>8} "
           f"{'cold s':>8} {'warm s':>8}  agree  fallbacks")
     for loop in LOOPS:
         t0 = time.perf_counter()
-        expected = loop.run(loop.step, args.scale)
+        expected = loop.run(loop.step, scale)
         eager = time.perf_counter() - t0
         f = jitgraph.compile(loop.step)
         t0 = time.perf_counter()
-        got = loop.run(f, args.scale)
+        got = loop.run(f, scale)
         cold = time.perf_counter() - t0
         t0 = time.perf_counter()
-        loop.run(f, args.scale)
+        loop.run(f, scale)
         warm = time.perf_counter() - t0
         info = f.cache_info()
         print(f"{loop.name:34} {info.entries:7d} {getattr(info, 'size_variants', 0):8d} {loop.budget:6d} "
               f"{numba_compiles(f):5d} {cold - warm:9.2f} {eager:8.3f} {cold:8.2f} {warm:8.3f}  "
               f"{'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
+
+
+# ----------------------------------------------------------------------------- W1-W6, static vs dynamic shapes
+
+
+def shorter_batch(inputs: list[np.ndarray], fraction: float = 0.75) -> list[np.ndarray]:
+    """The inputs with the batch dimension cut to ``fraction``: dim 0 of every array whose dim 0 is the first
+    input's (W3's weights and W5's parameters keep their sizes). Copies, so in-place workloads touch nothing else."""
+    n = inputs[0].shape[0]
+    m = max(int(n * fraction), 1)
+    return [(x[:m] if x.ndim and x.shape[0] == n else x).copy() for x in inputs]
+
+
+@dataclass
+class Comparison:
+    """One workload, static against dynamic shapes (module docstring)."""
+
+    name: str
+    static: float  # median seconds
+    dynamic: float
+    noise: float  # static against itself: the second median over the first
+    entries: int
+    variants: int
+    new_size: float  # first call of the dynamic function at the workload's size, after the shorter batch
+    agree: bool
+
+
+def compare(name: str, scale: float, repeat: int = 30) -> Comparison:
+    _, fn = workloads.WORKLOADS[name]
+    base = workloads.make_inputs(name, scale)
+    want_args = [x.copy() for x in base]
+    want = fn(*want_args)
+    static, dynamic = jitgraph.compile(fn), jitgraph.compile(fn, dynamic=True)
+    s_args, d_args = [x.copy() for x in base], [x.copy() for x in base]
+    got_static = static(*s_args)
+    dynamic(*shorter_batch(base))
+    t = time.perf_counter()
+    got_dynamic = dynamic(*d_args)
+    new_size = time.perf_counter() - t
+    agree = (workloads.results_agree(name, got_static, want, s_args, want_args)
+             and workloads.results_agree(name, got_dynamic, want, d_args, want_args))
+    # Both sides run on the same arrays: separate copies of 40 MB inputs alone moved a memory-bound workload by up
+    # to 15% (where their pages landed), which would be charged to static or dynamic shapes. In-place workloads
+    # (W5, W6) keep updating them; their speed does not depend on the values.
+    args = [x.copy() for x in base]
+    (t_static, _), (t_dynamic, _) = paired_timings(lambda: static(*args), lambda: dynamic(*args), repeat)
+    (n_first, _), (n_second, _) = paired_timings(lambda: static(*args), lambda: static(*args), repeat)
+    info = dynamic.cache_info()
+    return Comparison(name, t_static, t_dynamic, n_second / n_first, info.entries, info.size_variants, new_size,
+                      agree)
+
+
+def workloads_table(scale: float) -> None:
+    print(f"{'workload':34} {'static ms':>9} {'dynamic ms':>10} {'ratio':>6} {'noise':>6} {'entries':>7} "
+          f"{'variants':>8} {'new size s':>10}  agree")
+    worst = 0.0
+    for name, (label, _) in workloads.WORKLOADS.items():
+        c = compare(name, scale)
+        worst = max(worst, abs(c.noise - 1))
+        print(f"{name + ' ' + label:34} {c.static * 1e3:9.2f} {c.dynamic * 1e3:10.2f} {c.dynamic / c.static:6.3f} "
+              f"{c.noise:6.3f} {c.entries:7d} {c.variants:8d} {c.new_size:10.3f}  {'yes' if c.agree else 'NO'}")
+    print(f"ratio: dynamic / static median; noise: static / static (largest deviation {100 * worst:.1f}%)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=1, help="divide the sizes by this (quick runs)")
+    parser.add_argument("--part", choices=("all", "loops", "workloads"), default="all", help="which table to print")
+    args = parser.parse_args()
+    if args.part in ("all", "loops"):
+        loops_table(args.scale)
+    if args.part in ("all", "workloads"):
+        if args.part == "all":
+            print()
+        workloads_table(1.0 / args.scale)
 
 
 if __name__ == "__main__":
