@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from jitgraph.device_arrays import is_device_array
 from jitgraph.ir.graph import Node, may_raise
 from jitgraph.tracer import resume
 from jitgraph.tracer.context import TraceContext
@@ -108,13 +109,19 @@ def is_lazy(value: Any) -> bool:
 
 
 # ---- creation -----------------------------------------------------------------------------------------------------
+def _on_host(tx: TraceContext) -> bool:
+    """No device array among the graph's inputs: the cuda backend runs none of the ops a selection needs (sort,
+    to_python), so a device trace keeps the cut, which it refuses with the user's line."""
+    return not any(is_device_array(tx.caller_array(b)) for b in tx.buffers if b.input_index is not None)
+
+
 def mask_read(tx: TraceContext, array: TArray, index: Any) -> Any:
     """``x[mask]``: a :class:`MaskedSelection` where one may stand, else resume.mask_read (a cut, or NOT_CUT)."""
     mask = index[0] if isinstance(index, tuple) and len(index) == 1 else index
     if isinstance(mask, TArray) and mask.kind == "array" and array.kind == "array":
         shape, mask_type = tx.type_of(array).shape, tx.type_of(mask)
         k = mask_type.ndim
-        if mask_type.dtype == np.bool_ and k >= 1 and mask_type.shape == shape[:k]:
+        if mask_type.dtype == np.bool_ and k >= 1 and mask_type.shape == shape[:k] and _on_host(tx):
             site = resume.lazy_site(tx, [array, mask])
             if site is not None:
                 return MaskedSelection(tx.read(array), tx.read(mask), frozenset({site}))
@@ -125,7 +132,8 @@ def data_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any]
     """``np.unique(y)`` (or with ``equal_nan=``): a :class:`UniqueValues`; other calls go to resume.data_call."""
     if fn is np.unique and len(args) == 1 and set(kwargs) <= {"equal_nan"} and isinstance(args[0], TArray):
         y, equal_nan = args[0], kwargs.get("equal_nan", True)
-        if y.kind in ("array", "scalar") and tx.type_of(y).dtype.kind in "biuf" and type(equal_nan) is bool:
+        if y.kind in ("array", "scalar") and tx.type_of(y).dtype.kind in "biuf" and type(equal_nan) is bool and \
+                _on_host(tx):
             site = resume.lazy_site(tx, [y])
             if site is not None:
                 return UniqueValues(tx.read(y), equal_nan, frozenset({site}))

@@ -139,8 +139,10 @@ def test_mask_store_row_value_and_relu_grad():
 
     run_both(rows, X, np.arange(4.0))
     run_both(relu_grad, X, X - 1)
-    cf = same(lambda x: x[x > 0].sum(), X, graphs=1)  # split at the mask read, resumed after it (issue 18)
+    cf = same(lambda x: x[x > 0] * 2.0, X, graphs=1)  # split at the mask read, resumed after it (issue 18)
     assert "depends on the data" in split_reason(cf)
+    cf = same(lambda x: x[x > 0].sum(), X, graphs=1)  # only reduced: no split (issue 19, tracer/selections.py)
+    assert not cf.break_reasons() and not cf.explain().split_reasons
 
 
 def test_range_list_tuple_indices():
