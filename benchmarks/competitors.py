@@ -79,6 +79,19 @@ def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray]
     return {"time": median, "compile": first, "agree": ok, "ours": mine}
 
 
+def target_line() -> str:
+    """The CPU and the SIMD width jitgraph's kernels were compiled for (``JITGRAPH_VECTOR_WIDTH``), so that figures
+    from runs under different settings are not compared by mistake."""
+    import llvmlite.binding as llvm
+
+    from jitgraph import config
+    from jitgraph.backends.cpu.vector_width import attribute_width
+
+    width = attribute_width()
+    return (f"CPU {llvm.get_host_cpu_name()}; kernels' vector width: {f'{width} bits' if width else 'LLVM default'}"
+            f" (JITGRAPH_VECTOR_WIDTH={config.env('JITGRAPH_VECTOR_WIDTH')})")
+
+
 def cell(result: dict[str, Any]) -> str:
     if "note" in result:
         return result["note"]
@@ -99,7 +112,8 @@ def main() -> None:
     args = parser.parse_args()
     kinds = available()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{os.cpu_count()} CPUs, load average {load}; peers: {', '.join(kinds) or 'none installed'}")
+    print(f"{os.cpu_count()} CPUs, load average {load}; peers: {', '.join(kinds) or 'none installed'}; "
+          f"{target_line()}")
     print("median ms (first call s, compile included) [jitgraph's median ms in alternating blocks with that peer];"
           " jitgraph's first call loads kernels when the cache already holds them")
     print("| workload | jitgraph 1st call s | " + " | ".join(kinds) + " |")

@@ -253,6 +253,7 @@ def main() -> None:
     extras = competitors.available()  # torch.compile / jax.jit columns, only where installed
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"copy bandwidth: {bw / 1e9:.1f} GB/s; {os.cpu_count()} CPUs, load average {load}; cache: {cache_dir}")
+    print(competitors.target_line())
     header = f"| {'workload':<32} | {'NumPy ms':>9} | {'jitgraph ms':>11} | {'ratio':>6} | {'best':>6} " \
              f"| {'cold s':>6} | {'warm 1st s':>10} | {'% of bw (best)':>14} | ok |"
     print(header)
