@@ -130,3 +130,14 @@ def test_cache_key_includes_the_width(host_target: pytest.MonkeyPatch) -> None:
         host_target.setenv("JITGRAPH_VECTOR_WIDTH", width)
         keys.add((attribute_width(), cache.kernel_key("source")))
     assert len({w for w, _ in keys}) == len({k for _, k in keys})  # one key per distinct width
+
+
+def test_a_rewrite_that_fails_keeps_numbas_code(host_target: pytest.MonkeyPatch) -> None:
+    host_target.setenv("JITGRAPH_VECTOR_WIDTH", "256")
+    host_target.setattr(vector_width, "widen_ir", lambda text, width: ("this is not LLVM IR", 1))
+
+    def twice(x):
+        return x * 2.0
+
+    kernel = vector_width.njit(error_model="numpy")(twice)
+    assert kernel(np.float64(1.5)) == 3.0

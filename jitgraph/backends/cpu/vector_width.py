@@ -61,8 +61,10 @@ class VectorWidthError(BackendError, ValueError):
     """``JITGRAPH_VECTOR_WIDTH`` holds a value jitgraph does not know."""
 
 
-def _host_features() -> str:
-    return llvm.get_host_cpu_features().flatten()
+@cache
+def _host() -> tuple[str, str]:
+    """LLVM's name and feature string for this CPU (asked once: a kernel module reads the width per decorator)."""
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
 @cache
@@ -89,8 +91,8 @@ def attribute_width() -> int | None:
     user_name = config.env("NUMBA_CPU_NAME")
     user_features = config.env("NUMBA_CPU_FEATURES")
     user_target = user_name != "host" or bool(user_features)
-    cpu_name = llvm.get_host_cpu_name() if user_name == "host" else user_name
-    features = user_features or _host_features()
+    cpu_name = _host()[0] if user_name == "host" else user_name
+    features = user_features or _host()[1]
     return _resolve(setting, cpu_name, features, user_target)
 
 
@@ -146,9 +148,13 @@ class _WideCompiler(numba_compiler.Compiler):
     def compile_extra(self, func: Callable[..., Any]) -> Any:
         codegen = self.state.targetctx.codegen()
         if self.state.library is None and getattr(codegen, "_library_class", None) is _BaseLibrary:
-            library = self.library_class(codegen, func.__qualname__)
-            library.enable_object_caching()  # as Numba's lowering does for the library it creates
-            self.state.library = library
+            try:
+                library = self.library_class(codegen, func.__qualname__)
+                library.enable_object_caching()  # as Numba's lowering does for the library it creates
+            except Exception as exc:  # noqa: BLE001 - another Numba's library: let its lowering create its own
+                _log.debug("jitgraph: kernel %s keeps LLVM's vector width (%s)", func.__qualname__, exc)
+            else:
+                self.state.library = library
         return super().compile_extra(func)
 
 
