@@ -106,6 +106,9 @@ class CpuCompiled:
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
         self._array_args = [k for k, n in enumerate(graph.inputs) if isinstance(n.type, TensorType) and
                             not n.type.weak and n.type.shape != ()]
+        # What a dispatch runner may call instead of this object (jit/dispatch.py): the driver itself when no
+        # output is planned into a caller's buffer (no overlap check to make), saving a Python frame per call.
+        self.direct = self._fast if not self.inplace else self.__call__
 
     # -- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
@@ -161,6 +164,16 @@ class CpuCompiled:
     def _overlapping(self, args: Sequence[Any]) -> bool:
         arrays = [args[k] for k in self._array_args if isinstance(args[k], np.ndarray)]
         return any(np.may_share_memory(a, b) for a, b in itertools.combinations(arrays, 2))
+
+    def _quiet_line(self, node: Node) -> bool:
+        """Whether the driver line of ``node`` makes only NumPy calls that never warn: a kernel without a BLAS
+        product (a kernel raises no floating-point warnings; ``matmul`` may), a group run as quiet NumPy calls, or
+        a quiet op."""
+        if node in self.numpy_groups:
+            return all(_quiet(m) for m in node.regions[0].nodes)
+        if node.op == "fused":
+            return self.kernels[node].head is None
+        return _quiet(node)
 
     # -- driver source -------------------------------------------------------------------------------------------
     def _numpy_group(self, node: Node, v: str, args: list[str], ns: dict[str, Any]) -> list[str]:
@@ -236,8 +249,11 @@ class CpuCompiled:
             lines.append("    return outs")
         else:
             lines.append(f"    return [{outs}]")
-        if self.numpy_groups or any(n.op not in ("input", "const", "fused", "tuple_get") for n in graph.nodes):
-            # NumPy calls run under the reference interpreter's error state (no floating-point warnings).
+        if not all(self._quiet_line(n) for n in graph.nodes):
+            # NumPy calls run under the reference interpreter's error state (no floating-point warnings). Setting
+            # it costs ~0.5 us a call (the context variable, and each ufunc's cached lookup of it), as much as
+            # ``np.maximum`` over 1000 floats: a driver whose NumPy calls can never warn (views, comparisons,
+            # maximum, ...; see ``_QUIET``) runs without it.
             if _ERRSTATE is not None:
                 lines[1:] = ["    token = _ERRSTATE.set(_IGNORE)", "    try:"] + \
                     ["    " + line for line in lines[1:]] + ["    finally:", "        _ERRSTATE.reset(token)"]
@@ -329,6 +345,12 @@ def _reshape(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
     return f"{args[0]}.reshape({tuple(node.attrs['shape'])!r})"
 
 
+def _astype(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
+    """``x.astype(dtype)``: the reference ``np.asarray(x).astype(dtype=...)`` adds a Python frame and keywords."""
+    ns[f"D{name}"] = node.attrs["dtype"]
+    return f"{args[0]}.astype(D{name})"
+
+
 # Driver spellings of ops on ndarrays that are cheaper than the op's reference function (the same NumPy loops behind
 # fewer Python layers: ``np.transpose(a, axes)`` costs 1 us more than ``a.T``); every other op calls its reference.
 _METHODS: dict[str, Callable[[Node, list[str], dict[str, Any], str], str]] = {
@@ -336,13 +358,75 @@ _METHODS: dict[str, Callable[[Node, list[str], dict[str, Any], str], str]] = {
                     _reduction_method),
     "transpose": _transpose,
     "reshape": _reshape,
+    "astype": _astype,
 }
+
+# Ops whose NumPy call never sets a floating-point flag, whatever the values (NaN and infinities included: checked
+# under ``np.errstate(all="raise")`` for float16/32/64, SIMD and tail lengths): views and selections, comparisons,
+# maximum/minimum (NumPy clears the flags its NaN handling sets), sign-bit ops, and reductions by comparison. A
+# weak operand can still overflow when NumPy casts it to the array's dtype (``np.maximum(x32, 1e300)`` warns), so
+# a call counts as quiet only with strong operands or small constants (:func:`_quiet`).
+_QUIET = frozenset((
+    "input", "const", "tuple_get", "reshape", "transpose", "broadcast_to", "getitem",
+    "maximum", "minimum", "fmax", "fmin", "absolute", "negative", "positive", "sign", "copysign", "signbit",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf", "isfinite",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "where",
+    "max", "min", "argmax", "argmin", "any", "all",
+))
+_SMALL_CONST = 65504.0  # the largest float16: a constant within it converts to any float dtype without overflow
+
+
+def _quiet(node: Node) -> bool:
+    """Whether the driver's NumPy call for ``node`` can never warn (so it needs no ``errstate``)."""
+    if node.op not in _QUIET:
+        return False
+    for i in node.inputs:
+        if isinstance(i.type, TensorType) and i.type.weak:
+            value = i.attrs.get("value") if i.op == "const" else None
+            if type(value) not in (bool, int, float) or not abs(value) <= _SMALL_CONST:
+                return False
+    return True
+
+
+def _typed_constant(node: Node, const: Node) -> Any:
+    """The Python scalar ``const`` (an operand of the ufunc call ``node``) as the NumPy scalar NumPy converts it to,
+    or None to pass it as it is.
+
+    NumPy converts a Python scalar operand to the dtype of the array operands (NEP 50), on every call: passing
+    ``np.float32(0)`` instead of ``0`` saves ~0.25 us of a 1 us ``np.maximum`` over 1000 floats. Only where that
+    conversion is exact and the same NumPy makes: a ufunc whose strong operands all have one float dtype, which is
+    also the result's (or a comparison's bool), and a finite constant that dtype holds exactly (an int) or without
+    overflow (a float, rounded once as NumPy rounds it)."""
+    if not isinstance(OPS[node.op].impl, np.ufunc) or not isinstance(node.type, TensorType) or node.type.weak:
+        return None
+    strong = {i.type.dtype for i in node.inputs if i is not const and isinstance(i.type, TensorType)
+              and not i.type.weak}
+    others_weak = any(i is not const and (not isinstance(i.type, TensorType) or i.type.weak) for i in node.inputs)
+    if len(strong) != 1 or others_weak:
+        return None
+    (dtype,) = strong
+    if dtype.kind != "f" or node.type.dtype not in (dtype, np.dtype(bool)):
+        return None
+    value = const.attrs.get("value")
+    info = np.finfo(dtype)
+    if type(value) is int:
+        exact = 2 ** (info.nmant + 1)
+        return dtype.type(value) if -exact <= value <= exact else None
+    if type(value) is float and math.isfinite(value) and abs(value) <= float(info.max):
+        return dtype.type(value)
+    return None
 
 
 def _numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any]) -> str:
     """The driver expression computing ``node`` with NumPy from the variables ``args`` (names it needs go into
     ``ns`` under ``name``): a method of the ndarray where one does the same (``_METHODS``), else the op's reference
     function, with its attrs only when it has any. A weak result becomes the Python scalar it is."""
+    args = list(args)
+    for k, i in enumerate(node.inputs):
+        if i.op == "const" and isinstance(i.type, TensorType) and i.type.weak and \
+                (typed := _typed_constant(node, i)) is not None:
+            ns[f"S{name}_{k}"] = typed
+            args[k] = f"S{name}_{k}"
     spell = _METHODS.get(node.op)
     if spell is not None and node.inputs and _is_array(node.inputs[0]):
         call = spell(node, args, ns, name)
