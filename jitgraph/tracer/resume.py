@@ -14,6 +14,10 @@ deterministic, so the new trace is the same up to the cut (node for node), and f
 observed value -- a new graph input typed by the observed array, or, for a branch, the observed truth value (the
 resumed segment is specialised on it and guarded by it). Nothing in the trace before the cut runs twice: the
 driver runs the first trace's graph up to the cut and the second trace's graph after it.
+
+A mask read or ``np.unique`` whose result is only reduced does not cut at all: selections.py stands a lazy value
+there, and any use it does not support retraces with that site cut (:class:`Retry`, ``("selection", k)`` in
+``ResumeState.force``).
 """
 
 from __future__ import annotations

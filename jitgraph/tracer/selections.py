@@ -145,8 +145,7 @@ def _count(tx: TraceContext, lazy: Lazy) -> Node:
     """The length of the lazy value, an int64 graph scalar."""
     if isinstance(lazy, MaskedSelection):
         mask = lazy.mask
-        return tx.op("astype", tx.op("sum", mask, axis=tuple(range(mask.tensor_type.ndim)), keepdims=False),
-                     dtype=INT64)
+        return _int64(tx, tx.op("sum", mask, axis=tuple(range(mask.tensor_type.ndim)), keepdims=False))
     if isinstance(lazy, UniqueValues):
         return _unique_count(tx, lazy)
     lazy.misuse()
@@ -164,8 +163,13 @@ def _unique_count(tx: TraceContext, u: UniqueValues) -> Node:
     if t.dtype.kind == "f" and u.equal_nan:
         both_nan = tx.op("logical_and", tx.op("isnan", hi), tx.op("isnan", lo))
         differ = tx.op("logical_and", differ, tx.op("logical_not", both_nan))
-    changes = tx.op("astype", tx.op("sum", differ, axis=(0,), keepdims=False), dtype=INT64)
+    changes = _int64(tx, tx.op("sum", differ, axis=(0,), keepdims=False))
     return tx.op("add", changes, tx.node(np.int64(1)))
+
+
+def _int64(tx: TraceContext, node: Node) -> Node:
+    """A count as int64 (a sum of booleans is one already: no extra op, which costs a call at small sizes)."""
+    return node if node.tensor_type.dtype == INT64 else tx.op("astype", node, dtype=INT64)
 
 
 def _py_int(tx: TraceContext, node: Node) -> TArray:
