@@ -83,6 +83,7 @@ def _guard_identities(tx: TraceContext, a: Any, b: Any, what: str) -> None:
 def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False) -> Any:
     if selections.is_lazy(a) or selections.is_lazy(b):
         return selections.binary(tx, symbol, a, b, inplace, binary)
+    _refuse_sequence_with_number(tx, symbol, a, b)
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             tx.graph_break(f"operator {symbol} with None", TypeError(f"unsupported operand type(s) for {symbol}"))
@@ -103,6 +104,16 @@ def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False)
 
 
 _PY_RAISING = ("/", "//", "%", "**")
+
+
+def _refuse_sequence_with_number(tx: TraceContext, symbol: str, a: Any, b: Any) -> None:
+    """``[0] * len(x[m])``, ``(1, 2) * np.int64(k)``: with a Python or NumPy *scalar* of the graph, Python's own
+    sequence rules apply (repetition, ``TypeError`` for ``+``, ``==`` False), not a ufunc; only an ndarray operand
+    makes it elementwise."""
+    for seq, num in ((a, b), (b, a)):
+        if isinstance(seq, list | tuple | str | bytes) and isinstance(num, TArray) and num.kind != "array":
+            tx.graph_break(f"operator {symbol} of a {type(seq).__name__} and a number computed from array data "
+                           "(Python's sequence rules need its value)")
 
 
 def _is_py_number(value: Any) -> bool:
@@ -259,6 +270,7 @@ def _numpy_casting_error(ufunc: str, dtype: np.dtype, operand: Any, tx: TraceCon
 def compare(tx: TraceContext, symbol: str, a: Any, b: Any) -> Any:
     if selections.is_lazy(a) or selections.is_lazy(b):
         return selections.binary(tx, symbol, a, b, False, compare)
+    _refuse_sequence_with_number(tx, symbol, a, b)
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             return _compare_none(tx, symbol, b if _is_none(a) else a)

@@ -68,6 +68,7 @@ class ResumeState:
     branches: int = 0  # data-dependent branches met so far
     selections: int = 0  # sites met so far where a lazy selection may stand (selections.py)
     lazy: list[int] = field(default_factory=list)  # those that stand as lazy values in this pass
+    counts: list[Any] = field(default_factory=list)  # their Python-int lengths (selection_counts.Count)
 
 
 # NumPy functions whose result's size depends on the data: run eagerly, the next segment reads their result.

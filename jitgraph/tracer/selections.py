@@ -38,7 +38,7 @@ import numpy as np
 
 from jitgraph.device_arrays import is_device_array
 from jitgraph.ir.graph import Node, may_raise
-from jitgraph.tracer import resume
+from jitgraph.tracer import resume, selection_counts
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.values import TArray
 
@@ -172,9 +172,25 @@ def _int64(tx: TraceContext, node: Node) -> Node:
     return node if node.tensor_type.dtype == INT64 else tx.op("astype", node, dtype=INT64)
 
 
-def _py_int(tx: TraceContext, node: Node) -> TArray:
-    """A graph int64 scalar as the Python int NumPy's ``len``/``.size``/``.shape`` give."""
-    return tx.fresh(tx.op("to_python", node, kind="int"), "py")
+def _py_int(tx: TraceContext, node: Node, lazy: Lazy, bound: int) -> TArray:
+    """A graph int64 scalar (at most ``bound``) as the Python int NumPy's ``len``/``.size``/``.shape`` give; where
+    it may go is checked when the trace is complete (selection_counts.py). Not made in a region, whose body is a
+    graph of its own."""
+    if tx.in_region:
+        lazy.misuse()
+    value = tx.op("to_python", node, kind="int")
+    selection_counts.note(tx, value, bound, min(lazy.sites))
+    return tx.fresh(value, "py")
+
+
+def _bounds(lazy: Lazy) -> tuple[int, int]:
+    """Static bounds on the length and the size of a lazy value (a selection has at most all the elements)."""
+    if isinstance(lazy, MaskedSelection):
+        return lazy.mask.tensor_type.size, lazy.values.tensor_type.size
+    if isinstance(lazy, UniqueValues):
+        n = max(lazy.source.tensor_type.size, 1)
+        return n, n
+    lazy.misuse()
 
 
 def _size(tx: TraceContext, lazy: Lazy) -> Node:
@@ -200,9 +216,9 @@ def attr(tx: TraceContext, lazy: Lazy, name: str) -> Any:
     if isinstance(lazy, LazyMethod):
         lazy.misuse()
     if name == "shape":
-        return (_py_int(tx, _count(tx, lazy)), *_rest(lazy))
+        return (_py_int(tx, _count(tx, lazy), lazy, _bounds(lazy)[0]), *_rest(lazy))
     if name == "size":
-        return _py_int(tx, _size(tx, lazy))
+        return _py_int(tx, _size(tx, lazy), lazy, _bounds(lazy)[1])
     if name == "ndim":
         return 1 + len(_rest(lazy))
     if name == "dtype":
@@ -226,7 +242,7 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any], cal
     lazies = [v for v in (fn, *args, *kwargs.values()) if isinstance(v, Lazy)]
     first = args[0] if args else None
     if fn is builtins.len and len(args) == 1 and not kwargs and isinstance(first, Lazy):
-        return _py_int(tx, _count(tx, first))
+        return _py_int(tx, _count(tx, first), first, _bounds(first)[0])
     if isinstance(first, MaskedSelection):
         reduction = _table_get(fn)
         if reduction is not None:

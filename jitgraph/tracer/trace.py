@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.graph import Graph, eliminate_dead, may_raise
-from jitgraph.tracer import bytecode
+from jitgraph.tracer import bytecode, selection_counts
 from jitgraph.tracer.calls import call, inline
 from jitgraph.tracer.context import GraphBreak, TraceContext
 from jitgraph.tracer.frame import run_frame
@@ -126,6 +126,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         mutations = [(b.input_index, b.node) for b in tx.buffers
                      if b.input_index is not None and b.node is not tx.builder.inputs[b.input_index]]
         full = tx.builder.build(outputs, mutations)
+        selection_counts.check(tx, full)  # lengths of lazy selections read where int64 could differ: retry
         plan = split_graph(full, tx.builder.nodes, tx.cuts) if tx.cuts else None
         if isinstance(plan, str):
             cut = tx.cuts[0]

@@ -307,3 +307,35 @@ def test_fullgraph():
     _check(compiled, corpus.positive_sum, np.array([1.0, -2.0, 3.0]))
     with pytest.raises(JitgraphError):
         jitgraph.compile(returned, fullgraph=True, backend="eager")(np.array([1.0, -2.0]))
+
+
+# ---- the Python ints len()/.size/.shape give ------------------------------------------------------------------
+def count_in_floats(x):
+    return x.sum() / len(x[x > 0]), len(x[x > 0]) > 1, np.arange(3) + len(x[x > 0]), len(x[x > 0]) + len(x[x < 0])
+
+
+def count_times_int8(x):
+    return np.ones(3, np.int8) * len(x[x > 0])  # NumPy: OverflowError for a Python int beyond int8
+
+
+def count_times_huge(x):
+    return len(x[x > 0]) * 2**62  # a Python int beyond int64
+
+
+def count_repeats_list(x):
+    return [0, 1] * len(x[x > 0])
+
+
+def test_counts_in_float_and_int64_arithmetic_are_one_graph():
+    compiled = jitgraph.compile(count_in_floats, backend="eager")
+    for x in (np.array([1.0, -2.0, 3.0]), -np.ones(3)):
+        _check(compiled, count_in_floats, x)
+    _one_graph(compiled)
+
+
+@pytest.mark.parametrize("fn", [count_times_int8, count_times_huge, count_repeats_list])
+def test_counts_where_int64_could_differ_from_python_cut(fn):
+    compiled = jitgraph.compile(fn, backend="eager")
+    for x in (np.ones(200), np.array([1.0, -2.0, 3.0])):
+        _check(compiled, fn, x)
+    assert compiled.explain().split_reasons or compiled.explain().break_reasons
