@@ -67,8 +67,10 @@ Trade-offs worth knowing:
 * Needs a target with SSE4.1 (``vroundps``) to vectorise ``rint``/``floor``; with ``NUMBA_CPU_NAME=generic`` they
   become libm calls (results stay correct, vectorisation is lost). Without a hardware FMA the error-free products
   switch to Dekker's FMA-free form at compile time (also tested, same accuracy).
-* Compile time: each inlined call adds ~0.5-1 s to the kernel's compile (sin/cos/pow ~1.5-3 s, more with
-  ``parallel=True``).
+* Compile time: what one call site adds to a kernel's compile, measured as CPU time on the 2-core development
+  machine (Numba 0.68, float32, a one-loop kernel): exp 0.05 s, tanh 0.03 s, expm1 0.07 s, log 0.09 s, gelu_tanh
+  0.14 s, sin 0.2 s, pow 0.34 s. In the MLP step's softmax-cross-entropy kernel (exp and log) the math is ~0.1 s of
+  ~1.1 s; the rest is the kernel's own loops.
 """
 
 from __future__ import annotations
