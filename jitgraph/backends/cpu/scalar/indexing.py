@@ -192,8 +192,8 @@ def _advanced(em: Emitter, node: Node, target: str, indent: int, safe: dict[int,
         # NumPy checks every index even when the result is empty; the nest below would run no iteration
         raise UnsupportedError(f"{node.op} with an empty result but a non-empty index array is not supported by the "
                                "loop driver", hint="the graph runs on the eager backend instead")
-    arrays = [p for p, e in enumerate(full) if _in_block(e, ops)]
-    block = tuple(np.broadcast_shapes(*(ops[e.k].tensor_type.shape for e in full if _in_block(e, ops)
+    arrays = [p for p, e in enumerate(full) if _in_block(e)]
+    block = tuple(np.broadcast_shapes(*(ops[e.k].tensor_type.shape for e in full if _in_block(e)
                                         and isinstance(e, Operand))))
     basic = [p for p, e in enumerate(full) if e is None or isinstance(e, slice)]
     adjacent = arrays == list(range(arrays[0], arrays[0] + len(arrays)))
@@ -202,7 +202,7 @@ def _advanced(em: Emitter, node: Node, target: str, indent: int, safe: dict[int,
     block_vars = loop_vars[first:first + len(block)]
     dim_var = dict(zip(basic, loop_vars[:first] + loop_vars[first + len(block):]))
     parts: list[str] = []
-    reads: list[tuple[int, int, Node, str, int, int]] = []  # (loop level, part, index array, element, size, dim)
+    reads: list[tuple[int, int, Node, str, int, int]] = []  # (loop level, part, index array, its index, size, dim)
     dim = 0
     for p, entry in enumerate(full):
         if entry is None:
@@ -242,7 +242,7 @@ def _advanced(em: Emitter, node: Node, target: str, indent: int, safe: dict[int,
         em.write(inner, f"{target}[{index}] = {cast_text(em.var[value], value.tensor_type.dtype, xt.dtype)}")
 
 
-def _in_block(entry: object, ops: list[Node]) -> bool:
+def _in_block(entry: object) -> bool:
     """Whether a spec entry joins the broadcast block of an advanced index: index arrays and ints (a scalar
     operand and a literal int both index one dim at the same place for every block element)."""
     if isinstance(entry, Operand):
