@@ -248,12 +248,17 @@ def call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any], cal
         if reduction is not None:
             return _reduce(tx, reduction, first, args[1:], kwargs, call_fn)
         ufunc = np.absolute if fn is builtins.abs else fn
-        if isinstance(ufunc, np.ufunc) and ufunc.nout == 1 and len(args) == ufunc.nin and not kwargs:
+        if _elementwise_ufunc(ufunc) and len(args) == ufunc.nin and not kwargs:
             return elementwise(tx, lambda ops: call_fn(tx, ufunc, ops, {}), args)
-    if isinstance(fn, np.ufunc) and isinstance(first, int | float | complex | np.generic | TArray) and \
-            len(args) == fn.nin == 2 and isinstance(args[1], MaskedSelection) and fn.nout == 1 and not kwargs:
+    if _elementwise_ufunc(fn) and isinstance(first, int | float | complex | np.generic | TArray) and \
+            len(args) == fn.nin == 2 and isinstance(args[1], MaskedSelection) and not kwargs:
         return elementwise(tx, lambda ops: call_fn(tx, fn, ops, {}), args)  # np.maximum(0, sel)
     lazies[0].misuse()
+
+
+def _elementwise_ufunc(fn: Any) -> bool:
+    """A ufunc applied element by element with one result (not ``np.matmul`` and other generalised ufuncs)."""
+    return isinstance(fn, np.ufunc) and fn.nout == 1 and fn.signature is None
 
 
 def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool, binary_fn: Callable[..., Any]) -> Any:
