@@ -49,7 +49,8 @@ def is_symbolic_index(tx: TraceContext, index: Any) -> bool:
     if not tx.in_region:
         return False
     entries = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(e, slice) and any(isinstance(p, TArray) for p in (e.start, e.stop, e.step))
+    return any(isinstance(e, SymArray) or (isinstance(e, slice) and any(isinstance(p, TArray)
+                                                                         for p in (e.start, e.stop, e.step)))
                for e in entries)
 
 
@@ -70,11 +71,19 @@ def takes_call(fn: Any, args: list[Any]) -> bool:
 
 # ---- what they do then -------------------------------------------------------------------------------------------
 def getitem(tx: TraceContext, container: TArray, index: Any) -> SymArray:
+    """``a[i, :i]``, ``a[indptr[i]:indptr[i + 1]]``, or a gather through one: ``x[indices[start:end]]``."""
+    if isinstance(index, SymArray):
+        try:
+            return SymArray(symslice.gather(tx.read(container), index.expr))
+        except (NotImplementedError, IndexError) as err:
+            tx.graph_break(str(err), err if isinstance(err, IndexError) else None)
     return SymArray(_view(tx, container, index))
 
 
 def setitem(tx: TraceContext, container: TArray, index: Any, value: Any) -> None:
     """``container[index] = value`` with a symbolic slice in ``index``."""
+    if any(isinstance(e, SymArray) for e in (index if isinstance(index, tuple) else (index,))):
+        tx.graph_break("storing through an index of symbolic length (a scatter x[idx[a:b]] = v)")
     target = _view(tx, container, index)
     new = symslice.assign(tx.builder, target, _operand(tx, value), _facts(tx))
     tx.write(container, new)
@@ -125,19 +134,26 @@ def _view(tx: TraceContext, container: TArray, index: Any) -> symslice.SymView:
         if isinstance(e, slice):
             if e.step not in (None, 1):
                 tx.graph_break("a slice with a step and a symbolic bound")
+            for p in (e.start, e.stop):
+                err = symslice.bound_error(tx.type_of(p)) if isinstance(p, TArray) else None
+                if err is not None:
+                    tx.graph_break(str(err), err)
             bounds = [None if p is None else tx.read(p) if isinstance(p, TArray) else int(p) for p in (e.start, e.stop)]
             key.append(slice(*bounds))
         elif isinstance(e, TArray) and tx.type_of(e).shape == ():
             key.append(tx.read(e))
         elif isinstance(e, int | np.integer):
             key.append(int(e))
+        elif isinstance(e, SymArray):
+            tx.graph_break("a gather of symbolic length combined with other indices (only x[idx[a:b]] of a 1-D x)")
         else:
             tx.graph_break("a symbolic slice combined with an index other than ints and slices")
     return symslice.sym_view(tx.builder, tx.read(container), key, _facts(tx))
 
 
 def _dot(tx: TraceContext, a: Any, b: Any) -> TArray:
-    if not (isinstance(a, SymArray) and isinstance(b, SymArray) and isinstance(a.expr, symslice.SymView)
-            and isinstance(b.expr, symslice.SymView)):
+    views = symslice.SymView | symslice.Gather
+    if not (isinstance(a, SymArray) and isinstance(b, SymArray) and isinstance(a.expr, views)
+            and isinstance(b.expr, views)):
         tx.graph_break("np.dot of a symbolic slice with something other than another symbolic slice")
     return tx.result(symslice.dot(tx.builder, a.expr, b.expr))

@@ -14,9 +14,15 @@ sees ordinary element reads and writes:
   (``x[a:b] /= s``), which are read from the array being updated; the code generator then decides whether the
   snapshot needs a real copy.
 
-Supported: 1-D and 2-D views (any number of fixed scalar indices), elementwise ops of views and scalars,
-``np.outer`` of two 1-D views, ``np.dot``/``sum`` reductions, and slice assignment. Anything else should make
-the tracer fall back with a reason.
+Bounds may be any traced integer scalar: the loop's induction variable, or array data (``indptr[i]``, the CSR
+idiom); a bound of another integer dtype is converted to int64 first (a uint64 one clamped to the dim size first,
+so a huge value cannot wrap to a negative one). A 1-D integer view may index another 1-D array (:class:`Gather`,
+``x[indices[start:end]]``): its element is read with a scalar ``getitem``, which the code generator checks and
+wraps NumPy's way (IndexError out of range), so no index array is materialised.
+
+Supported: 1-D and 2-D views (any number of fixed scalar indices), gathers through a 1-D view, elementwise ops of
+views and scalars, ``np.outer`` of two 1-D views, ``np.dot``/``sum`` reductions, and slice assignment. Anything
+else should make the tracer fall back with a reason.
 """
 
 from __future__ import annotations
@@ -58,6 +64,15 @@ class SymView:
 
 
 @dataclass(frozen=True)
+class Gather:
+    """``base[index]`` for a 1-D ``base`` and a 1-D integer ``index`` view of symbolic length: element ``k`` is
+    ``base[index[k]]`` (NumPy's fancy indexing, element by element)."""
+
+    base: Node
+    index: SymView
+
+
+@dataclass(frozen=True)
 class Map:
     """An elementwise op over views and scalars (operands broadcast only scalar-to-view)."""
 
@@ -78,12 +93,33 @@ def _scalar(b: GraphBuilder, value: Node | int) -> Node:
     return value if isinstance(value, Node) else b.const(int(value))
 
 
+def bound_error(t: TensorType) -> TypeError | None:
+    """The TypeError NumPy raises for a slice bound of type ``t`` (a traced value), or None when it is valid."""
+    if t.shape != ():
+        return TypeError("only integer scalar arrays can be converted to a scalar index")
+    if t.dtype.kind not in "iu":
+        return TypeError("slice indices must be integers or None or have an __index__ method")
+    return None
+
+
+def _as_int64(b: GraphBuilder, bound: Node, n: int) -> tuple[Node, bool]:
+    """A traced integer bound as int64, and whether it is known >= 0 (unsigned). A uint64 bound is first clamped to
+    ``n`` (Python's slice clamps it anyway; cast first, a value past 2**63 would turn negative)."""
+    dtype = bound.tensor_type.dtype
+    if dtype == np.int64:
+        return bound, False
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        bound = b.op("minimum", bound, b.const(np.uint64(n)))
+    return b.op("astype", bound, dtype=np.dtype(np.int64)), dtype.kind == "u"
+
+
 def _normalise(b: GraphBuilder, bound: Node | int | None, default: int, n: int, nonneg: frozenset[Node]) -> Node:
     """Python's rule for a step-1 slice bound: negative counts from the end, then clamp into [0, n].
 
     Memoised per builder, so two views ``a[k + 1:]`` and ``b[k + 1:]`` share one start node (the lowering then
     indexes both with the same induction variable, which the code generator proves in bounds)."""
     cache = b.__dict__.setdefault("_symslice_bounds", {})
+    written = bound
     key = (id(bound) if isinstance(bound, Node) else bound, default, n)
     if key in cache:
         return cache[key]
@@ -93,15 +129,16 @@ def _normalise(b: GraphBuilder, bound: Node | int | None, default: int, n: int, 
         value = int(bound) + n if int(bound) < 0 else int(bound)
         result = b.const(min(max(value, 0), n))
     else:
+        bound, unsigned = _as_int64(b, bound, n)
         zero, size = b.const(0), b.const(n)
-        offset = _offset(bound)
-        if offset is not None and offset[1] >= 0 and (offset[0] is None or offset[0] in nonneg):
+        offset = _offset(written)
+        if unsigned or (offset is not None and offset[1] >= 0 and (offset[0] is None or offset[0] in nonneg)):
             result = b.op("minimum", bound, size)  # provably >= 0: only the clamp to n remains
         else:
             wrapped = b.op("where", b.op("less", bound, zero), b.op("add", bound, size), bound)
             result = b.op("minimum", b.op("maximum", wrapped, zero), size)
     cache[key] = result
-    b.__dict__.setdefault("_symslice_keep", []).append(bound)  # keep ids in the key alive and unique
+    b.__dict__.setdefault("_symslice_keep", []).append(written)  # keep ids in the key alive and unique
     return result
 
 
@@ -128,9 +165,27 @@ def sym_view(b: GraphBuilder, x: Node, key: Sequence[Node | int | slice],
     return SymView(x, tuple(entries))
 
 
+def gather(base: Node, index: Any) -> Gather:
+    """``base[index]`` with ``index`` a symbolic-length view (``x[indices[start:end]]``); raises
+    NotImplementedError with the reason for what is not supported, IndexError where NumPy would."""
+    if not isinstance(index, SymView) or len(index.ranges) != 1 or len(index.index) != index.base.tensor_type.ndim:
+        raise NotImplementedError("indexing with an expression of symbolic length (only a 1-D slice gathers)")
+    dtype = index.base.tensor_type.dtype
+    if dtype.kind not in "iu":
+        if dtype.kind == "b":
+            raise NotImplementedError("a boolean mask of symbolic length")
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if dtype == np.uint64:
+        raise NotImplementedError("a gather through a uint64 index slice of symbolic length")
+    if base.tensor_type.ndim != 1:
+        raise NotImplementedError("a gather of rows (an index slice of symbolic length into an N-D array)")
+    return Gather(base, index)
+
+
 def lengths(e: Any) -> list[Node]:
-    if isinstance(e, SymView):
-        return [r.length for r in e.ranges]
+    if isinstance(e, SymView | Gather):
+        index = e.index if isinstance(e, Gather) else e
+        return [r.length for r in index.ranges]
     if isinstance(e, Outer):
         return lengths(e.u) + lengths(e.v)
     if isinstance(e, Map):
@@ -210,7 +265,7 @@ def element_type(e: Any) -> TensorType:
     """The scalar type of one element of ``e``, from the op table's rules (no nodes recorded)."""
     if isinstance(e, Node):
         return e.tensor_type
-    if isinstance(e, SymView):
+    if isinstance(e, SymView | Gather):
         return TensorType((), e.base.tensor_type.dtype)
     if isinstance(e, Outer):
         return get_op("multiply").infer((element_type(e.u), element_type(e.v)), {}, ())
@@ -226,6 +281,11 @@ def _element(b: GraphBuilder, e: Any, idx: list[Node], target: SymView | None, c
                     _element(b, e.v, idx[1:], target, carried, nonneg))
     if isinstance(e, Map):
         return b.op(e.op, *(_element(b, a, idx, target, carried, nonneg) for a in e.args))
+    if isinstance(e, Gather):  # the base is read as it was before an assignment (NumPy evaluates it first)
+        position = _element(b, e.index, idx, target, carried, nonneg)
+        if position.tensor_type.dtype != np.int64:
+            position = b.op("astype", position, dtype=np.dtype(np.int64))
+        return b.op("getitem", e.base, position, spec=(Operand(0),))  # checked and wrapped by the code generator
     same_or_apart = target is not None and e.base is target.base and (e == target or disjoint(e, target, nonneg))
     source = carried if (carried is not None and same_or_apart) else e.base
     operands, k = [], 0
@@ -265,6 +325,8 @@ def _nest(b: GraphBuilder, ranges: list[tuple[Node, Node, Node]], init: list[Nod
 
 
 def _loop_ranges(e: Any) -> list[tuple[Node, Node, Node]]:
+    if isinstance(e, Gather):
+        return _loop_ranges(e.index)
     if isinstance(e, SymView):
         return [(r.start, r.stop, r.length) for r in e.ranges]
     if isinstance(e, Outer):
@@ -292,8 +354,8 @@ def reduce_sum(b: GraphBuilder, e: Any, dtype: np.dtype | None = None) -> Node:
     return total
 
 
-def dot(b: GraphBuilder, u: SymView, v: SymView) -> Node:
-    if len(u.ranges) != 1 or len(v.ranges) != 1:
+def dot(b: GraphBuilder, u: SymView | Gather, v: SymView | Gather) -> Node:
+    if len(lengths(u)) != 1 or len(lengths(v)) != 1:
         raise NotImplementedError("np.dot of symbolic slices is supported for 1-D slices")
     product = Map("multiply", (u, v), strict=True)
     dtype = np.result_type(u.base.tensor_type.dtype, v.base.tensor_type.dtype)

@@ -650,7 +650,7 @@ CASES = [
     Case("kmeans_sorted_init", kmeans_sorted_init, lambda: (arr(9, 2), 3)),
     Case("pairwise_sq_dists", pairwise_sq_dists, lambda: (arr(5, 3),)),
     Case("gmm_e_step", gmm_e_step, _gmm),
-    Case("csr_spmv", csr_spmv, _csr, kind="eager"),
+    Case("csr_spmv", csr_spmv, _csr),
     Case("coo_spmv", coo_spmv, lambda: (np.array([0, 1, 1, 3, 4]), np.array([1, 0, 2, 3, 0]), arr(5), arr(5, seed=1),
                                         5)),
     Case("embedding_backward", embedding_backward, lambda: (np.array([1, 3, 1, 0]), arr(4, 3), 5)),
