@@ -12,14 +12,18 @@ and ``qr``, ``slogdet``, ``pinv``, ``matrix_rank``, ``matrix_power`` run eagerly
 
 from __future__ import annotations
 
+import operator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops.indexing import Operand
+from jitgraph.tracer import resume
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_base import LoweringTable, always_breaks, axes_arg
+from jitgraph.tracer.selections import Lazy
 from jitgraph.tracer.values import TArray
 
 TABLE = LoweringTable("numpy_linalg")
@@ -207,14 +211,120 @@ def _svd(tx: TraceContext, a: Any, full_matrices: bool = True, compute_uv: bool 
     return _named(_SVD_RESULT, tx, node, 3) if compute_uv else tx.fresh(node, "array")
 
 
+_QR_RESULT = type(np.linalg.qr(np.eye(1)))
+_SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
+_NOT_GIVEN = object()
+
+
+def _flags(tx: TraceContext, what: str, **flags: Any) -> None:
+    """Flags, modes and exponents are attributes of the op: a value computed from array data breaks."""
+    for name, value in flags.items():
+        if isinstance(value, TArray):
+            tx.graph_break(f"np.linalg.{what} with {name}= computed from array data")
+
+
+def _tolerance(tx: TraceContext, value: Any, name: str, what: str) -> Any:
+    """A tolerance (``rcond``, ``tol``, ``rtol``) known when tracing: None or one number. NumPy also takes an
+    array of tolerances, one per stacked matrix; that (or a traced value) breaks."""
+    if value is None or isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, TArray):
+        return value
+    tx.graph_break(f"np.linalg.{what} with {name}= an array or a value computed from array data (only None or a "
+                   "number known when tracing compiles)")
+
+
 _DATA_TYPED = "its result is real or complex depending on the data (NumPy returns complex only when an eigenvalue is)"
-_BETWEEN = "no IR op (LAPACK runs it between two graphs)"
 for _name, _why in (("eig", f"{_DATA_TYPED}, so the graph after it cannot be typed; eigh compiles for symmetric matrices"),
-                    ("eigvals", f"{_DATA_TYPED}; eigvalsh compiles for symmetric matrices"),
-                    ("lstsq", "the size of its residuals depends on the rank of the data"),
-                    ("qr", _BETWEEN), ("slogdet", _BETWEEN), ("pinv", _BETWEEN), ("matrix_rank", _BETWEEN),
-                    ("matrix_power", _BETWEEN)):
+                    ("eigvals", f"{_DATA_TYPED}; eigvalsh compiles for symmetric matrices")):
     TABLE.functions[getattr(np.linalg, _name)] = always_breaks(f"np.linalg.{_name}: {_why}")
+
+
+@numpy(np.linalg.qr)
+def _qr(tx: TraceContext, a: Any, mode: str = "reduced") -> Any:
+    _flags(tx, "qr", mode=mode)
+    if mode == "raw":
+        tx.graph_break("np.linalg.qr(mode='raw'): LAPACK's Householder form (h, tau) is not supported by the tracer; "
+                       "'reduced', 'complete' and 'r' compile")
+    if mode not in ("reduced", "complete", "r"):
+        tx.graph_break(f"np.linalg.qr(mode={mode!r}): only 'reduced', 'complete' and 'r' compile (NumPy runs the "
+                       "deprecated modes eagerly)")
+    node = tx.op("qr", _lapack_operand(tx, a, "qr"), mode=mode)
+    return tx.fresh(node, "array") if mode == "r" else _named(_QR_RESULT, tx, node, 2)
+
+
+@numpy(np.linalg.slogdet)
+def _slogdet(tx: TraceContext, a: Any) -> Any:
+    node = tx.op("slogdet", _lapack_operand(tx, a, "slogdet"))
+    parts = [tx.result(tx.op("tuple_get", node, index=k)) for k in range(2)]
+    return _SLOGDET_RESULT(*parts)
+
+
+@numpy(np.linalg.pinv)
+def _pinv(tx: TraceContext, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NOT_GIVEN) -> Any:
+    _flags(tx, "pinv", hermitian=hermitian)
+    attrs: dict[str, Any] = {"rcond": _tolerance(tx, rcond, "rcond", "pinv"), "hermitian": bool(hermitian)}
+    if rtol is not _NOT_GIVEN:
+        if rcond is not None:
+            _fail(tx, ValueError("`rtol` and `rcond` can't be both set."))
+        attrs["rtol"] = _tolerance(tx, rtol, "rtol", "pinv")
+    return tx.fresh(tx.op("pinv", _lapack_operand(tx, a, "pinv"), **attrs), "array")
+
+
+@numpy(np.linalg.matrix_rank)
+def _matrix_rank(tx: TraceContext, A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
+    _flags(tx, "matrix_rank", hermitian=hermitian)
+    node = _lapack_operand(tx, A, "matrix_rank")
+    if node.tensor_type.ndim < 2:
+        tx.graph_break("np.linalg.matrix_rank of an array with fewer than two dimensions (NumPy returns a Python int "
+                       "there, not an array)")
+    rank = tx.op("matrix_rank", node, tol=_tolerance(tx, tol, "tol", "matrix_rank"), hermitian=bool(hermitian),
+                 rtol=_tolerance(tx, rtol, "rtol", "matrix_rank"))
+    return tx.result(rank)
+
+
+@numpy(np.linalg.matrix_power)
+def _matrix_power(tx: TraceContext, a: Any, n: Any) -> Any:
+    """``n`` known when tracing. ``n == 1`` is ``a`` itself in NumPy (no copy), so it is ``a`` here too."""
+    _flags(tx, "matrix_power", n=n)
+    try:
+        n = operator.index(n)
+    except TypeError as exc:
+        _fail(tx, TypeError("exponent must be an integer"))
+        raise AssertionError from exc  # unreachable: _fail raises
+    node = _lapack_operand(tx, a, "matrix_power")
+    if n == 1:
+        tx.op("matrix_power", node, n=1)  # NumPy's shape checks (the node itself is unused and dropped)
+        return a if isinstance(a, TArray) and a.kind == "array" else tx.fresh(node, "array")
+    return tx.fresh(tx.op("matrix_power", node, n=n), "array")
+
+
+@dataclass(eq=False)
+class UnusedResiduals(Lazy):
+    """``lstsq``'s residuals, which have shape ``(K,)`` or ``(0,)`` by the computed rank: a lazy value (selections.py)
+    that only may be dropped. Any use retraces with its site forced, and ``lstsq`` then breaks. ``source`` (the
+    singular values, of the residuals' dtype) answers ``.dtype``."""
+
+    source: Node
+    sites: frozenset[int]
+
+
+_LSTSQ_USED = "np.linalg.lstsq: its residuals are used, and their size depends on the rank of the data; x, rank and s " \
+              "compile where the residuals are dropped (x = lstsq(a, b)[0], or x, _, rank, s = lstsq(a, b))"
+
+
+@numpy(np.linalg.lstsq)
+def _lstsq(tx: TraceContext, a: Any, b: Any, rcond: Any = None) -> Any:
+    before = tx.resume.selections if tx.resume is not None else -1
+    site = resume.lazy_site(tx, [a, b])
+    if site is None:
+        forced = tx.resume is not None and ("selection", before) in tx.resume.force
+        tx.graph_break(_LSTSQ_USED if forced else "np.linalg.lstsq: the size of its residuals depends on the rank of "
+                       "the data, and this trace cannot set them aside (in a loop or branch region, after a print or "
+                       "a draw, or past the limit of data-dependent sites)")
+    node = tx.op("lstsq", _lapack_operand(tx, a, "lstsq"), _lapack_operand(tx, b, "lstsq"),
+                 rcond=_tolerance(tx, rcond, "rcond", "lstsq"))
+    x, rank, s = (tx.op("tuple_get", node, index=k) for k in range(3))
+    return tx.fresh(x, "array"), UnusedResiduals(s, frozenset({site})), tx.result(rank), tx.fresh(s, "array")
+
 
 # ---- diagonals, triangles, covariance ------------------------------------------------------------------------------
 def _diagonal_node(tx: TraceContext, x: Node, offset: int, axis1: int, axis2: int) -> Node:

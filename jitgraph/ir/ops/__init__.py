@@ -16,4 +16,4 @@ __all__ = ["OPS", "InferFn", "Op", "OpKind", "define", "get_op", "is_view_node"]
 
 # Registration happens on import; the order only affects listing order.
 from jitgraph.ir.ops import special, elementwise, reduction, shape, linalg, indexing, creation, region, control  # noqa: F401, I001
-from jitgraph.ir.ops import scan, sorting, lapack, histogram, quantile, numpy_calls  # noqa: F401
+from jitgraph.ir.ops import scan, sorting, lapack, lapack_more, histogram, quantile, numpy_calls  # noqa: F401
