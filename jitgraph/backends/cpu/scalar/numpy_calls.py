@@ -22,7 +22,8 @@ from jitgraph.ir.graph import Graph, Node, TupleType
 from jitgraph.ir.ops import OPS
 from jitgraph.ir.types import TensorType
 
-CALLED = ("solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd", "sort", "argsort", "histogram", "quantile")
+CALLED = ("solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd", "qr", "slogdet", "pinv", "matrix_rank", "matrix_power",
+          "lstsq", "sort", "argsort", "histogram", "quantile")
 
 # The reference implementations, by the names generated code calls them (the driver adds them to its namespace).
 REFERENCE = {f"ref_{op}": OPS[op].impl for op in CALLED}
