@@ -5,9 +5,11 @@ Norms follow ``numpy.linalg.norm`` step by step (its own formulas per ``ord``), 
 NumPy's: integers are converted to float64 first, ``ord=None`` over the whole array is ``sqrt(sum(x * x))``.
 Matrix ``ord=2``, ``-2`` and ``'nuc'`` take the singular values (the ``svd`` op, as NumPy does); complex inputs
 break. Solvers and decompositions whose result types follow from the operands' types (``solve``, ``inv``,
-``det``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``) are graph ops run by LAPACK inside the compiled graph
-(``jitgraph/ir/ops/lapack.py``); ``eig``/``eigvals`` (real or complex by the data) and ``lstsq`` break with the reason,
-and ``qr``, ``slogdet``, ``pinv``, ``matrix_rank``, ``matrix_power`` run eagerly between two graphs.
+``det``, ``cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``slogdet``, ``pinv``, ``matrix_rank``,
+``matrix_power``) are graph ops run by LAPACK inside the compiled graph (``jitgraph/ir/ops/lapack.py`` and
+``lapack_more.py``). ``lstsq`` is one too where its residuals (sized by the rank of the data) are dropped: they
+stand as a lazy value (selections.py), and any use of them retraces with the call breaking. ``eig``/``eigvals``
+(real or complex by the data) break with the reason.
 """
 
 from __future__ import annotations
@@ -287,12 +289,17 @@ def _matrix_power(tx: TraceContext, a: Any, n: Any) -> Any:
     _flags(tx, "matrix_power", n=n)
     try:
         n = operator.index(n)
-    except TypeError as exc:
-        _fail(tx, TypeError("exponent must be an integer"))
-        raise AssertionError from exc  # unreachable: _fail raises
+    except TypeError:
+        n = None
     node = _lapack_operand(tx, a, "matrix_power")
+    t = node.tensor_type
+    if t.ndim < 2:
+        _fail(tx, np.linalg.LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional"))
+    if t.shape[-1] != t.shape[-2]:
+        _fail(tx, np.linalg.LinAlgError("Last 2 dimensions of the array must be square"))
+    if n is None:
+        _fail(tx, TypeError("exponent must be an integer"))
     if n == 1:
-        tx.op("matrix_power", node, n=1)  # NumPy's shape checks (the node itself is unused and dropped)
         return a if isinstance(a, TArray) and a.kind == "array" else tx.fresh(node, "array")
     return tx.fresh(tx.op("matrix_power", node, n=n), "array")
 
@@ -446,4 +453,13 @@ TABLE.note("y=, fweights=, aweights=, dtype=; complex input", np.cov)
 TABLE.note("runs through LAPACK (never inside a kernel or loop body); a singular matrix reruns the call eagerly, "
            "which raises NumPy's LinAlgError", np.linalg.solve, np.linalg.inv, np.linalg.cholesky)
 TABLE.note("runs through LAPACK (never inside a kernel or loop body)", np.linalg.det, np.linalg.eigh,
-           np.linalg.eigvalsh, np.linalg.svd)
+           np.linalg.eigvalsh, np.linalg.svd, np.linalg.slogdet)
+TABLE.note("mode='raw' (LAPACK's Householder form); runs through LAPACK", np.linalg.qr)
+TABLE.note("an array of tolerances (one per stacked matrix) or one computed from array data; runs through LAPACK; "
+           "LinAlgError reruns eagerly", np.linalg.pinv)
+TABLE.note("1-D input (NumPy returns a Python int); an array of tolerances or one computed from array data; runs "
+           "through LAPACK", np.linalg.matrix_rank)
+TABLE.note("an exponent computed from array data; n < 0 on a singular matrix reruns eagerly (LinAlgError)",
+           np.linalg.matrix_power)
+TABLE.note("any use of the residuals (their size depends on the rank of the data: the call then runs eagerly); "
+           "inside a loop or branch region", np.linalg.lstsq)
