@@ -133,7 +133,9 @@ class StackOps:
     def op_BUILD_SLICE(self: Frame, ins: Instr) -> None:
         parts = self.popn(ins.arg)
         if any(isinstance(p, TArray) for p in parts) and not symarrays.symbolic_slice_parts(self.tx, parts):
-            self.tx.graph_break("slice bounds computed from array data")
+            self.tx.graph_break("slice bounds computed from array data (such a slice compiles only inside a for loop "
+                                "traced as a region; this one is outside one, or in a loop unrolled because its "
+                                "region failed: logger jitgraph.regions at DEBUG says why)")
         self.push(slice(*parts))
 
     def op_BUILD_STRING(self: Frame, ins: Instr) -> None:

@@ -103,8 +103,9 @@ def bound_error(t: TensorType) -> TypeError | None:
 
 
 def _as_int64(b: GraphBuilder, bound: Node, n: int) -> tuple[Node, bool]:
-    """A traced integer bound as int64, and whether it is known >= 0 (unsigned). A uint64 bound is first clamped to
-    ``n`` (Python's slice clamps it anyway; cast first, a value past 2**63 would turn negative)."""
+    """A traced integer (a slice bound or a gather index into a dim of size ``n``) as int64, and whether it is known
+    >= 0 (unsigned). A uint64 one is first clamped to ``n``: a slice clamps it anyway and a gather raises
+    IndexError for ``n`` as for any larger value, while a cast first would turn a value past 2**63 negative."""
     dtype = bound.tensor_type.dtype
     if dtype == np.int64:
         return bound, False
@@ -175,8 +176,6 @@ def gather(base: Node, index: Any) -> Gather:
         if dtype.kind == "b":
             raise NotImplementedError("a boolean mask of symbolic length")
         raise IndexError("arrays used as indices must be of integer (or boolean) type")
-    if dtype == np.uint64:
-        raise NotImplementedError("a gather through a uint64 index slice of symbolic length")
     if base.tensor_type.ndim != 1:
         raise NotImplementedError("a gather of rows (an index slice of symbolic length into an N-D array)")
     return Gather(base, index)
@@ -282,9 +281,7 @@ def _element(b: GraphBuilder, e: Any, idx: list[Node], target: SymView | None, c
     if isinstance(e, Map):
         return b.op(e.op, *(_element(b, a, idx, target, carried, nonneg) for a in e.args))
     if isinstance(e, Gather):  # the base is read as it was before an assignment (NumPy evaluates it first)
-        position = _element(b, e.index, idx, target, carried, nonneg)
-        if position.tensor_type.dtype != np.int64:
-            position = b.op("astype", position, dtype=np.dtype(np.int64))
+        position, _ = _as_int64(b, _element(b, e.index, idx, target, carried, nonneg), e.base.tensor_type.shape[0])
         return b.op("getitem", e.base, position, spec=(Operand(0),))  # checked and wrapped by the code generator
     same_or_apart = target is not None and e.base is target.base and (e == target or disjoint(e, target, nonneg))
     source = carried if (carried is not None and same_or_apart) else e.base
