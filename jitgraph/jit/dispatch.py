@@ -268,7 +268,7 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
 
 
 def _direct_lines(entry: Entry, w: _Writer) -> list[str]:
-    """The hit of an entry as published, without the layers: the backend's ``direct`` callable (the CPU driver
+    """The hit of an entry as published, without the layers: the backend's ``run_direct`` callable (the CPU driver
     itself, not the object wrapping it) and the result built inline for the usual return values -- an array, or a
     tuple or list of arrays -- where the builder (``tracer.outputs.build_output``) would run a lambda per part.
 
@@ -287,7 +287,7 @@ def _direct_lines(entry: Entry, w: _Writer) -> list[str]:
         parts, wrap = [p[1] for p in spec[1]], spec[0]
     else:
         return []
-    w.ns.update(COMPILED=entry.compiled, BUILD=entry.build, RUN=getattr(entry.compiled, "direct", entry.compiled))
+    w.ns.update(COMPILED=entry.compiled, BUILD=entry.build, RUN=getattr(entry.compiled, "run_direct", entry.compiled))
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
     if wrap is None:

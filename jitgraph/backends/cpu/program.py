@@ -108,7 +108,7 @@ class CpuCompiled:
                             not n.type.weak and n.type.shape != ()]
         # What a dispatch runner may call instead of this object (jit/dispatch.py): the driver itself when no
         # output is planned into a caller's buffer (no overlap check to make), saving a Python frame per call.
-        self.direct = self._fast if not self.inplace else self.__call__
+        self.run_direct = self._fast if not self.inplace else self.__call__
 
     # -- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
