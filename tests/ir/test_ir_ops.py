@@ -21,7 +21,7 @@ from irtest_util import DTYPES, LAYOUTS, WEAK_SCALARS, add_at, assert_same, chec
 
 from jitgraph.backends import eager
 from jitgraph.errors import TypeInferenceError
-from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TupleType, type_of, verify
+from jitgraph.ir import OPS, GraphBuilder, Operand, OpKind, TensorType, TupleType, type_of, verify
 from jitgraph.ir.ops.elementwise import BINARY_UFUNCS, UNARY_UFUNCS
 
 
@@ -526,6 +526,53 @@ def lapack_tuple_test() -> None:
     _tuple_op_test("eigh", (np.ones((2, 3)),), {}, np.linalg.eigh)
 
 
+@cases_for("pinv", "matrix_rank", "matrix_power")
+def lapack_more_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
+    """lapack_more.py: stacked, tall and wide matrices in every dtype NumPy's linalg takes; attrs as the tracer sets."""
+    for i, dtype in enumerate(DTYPES):
+        shape = LAPACK_SHAPES[i % len(LAPACK_SHAPES)]
+        if name == "matrix_power":
+            a = _spd(shape, dtype, rng) if len(shape) >= 2 and shape[-1] == shape[-2] else sample(shape, dtype, rng)
+            for n in (-2, 0, 3):
+                yield Case((a,), lambda x, k=n: np.linalg.matrix_power(x, k), {"n": n})
+        elif name == "pinv":
+            yield Case((sample(shape, dtype, rng, special=False),), lambda x: np.linalg.pinv(x, rcond=0.1),
+                       {"rcond": 0.1, "hermitian": False})
+        elif len(shape) >= 2:  # matrix_rank of a vector is a Python int: the tracer keeps it out of the graph
+            yield Case((sample(shape, dtype, rng, special=False),), np.linalg.matrix_rank,
+                       {"tol": None, "hermitian": False, "rtol": None})
+    if name == "matrix_power":
+        yield Case((np.zeros((2, 2)),), lambda x: np.linalg.matrix_power(x, -1), {"n": -1})  # singular: at run
+
+
+def _lstsq_test(a: np.ndarray, b: np.ndarray) -> None:
+    """lstsq's op is NumPy's result without the residuals: (x, rank, s), the rank a 0-d int32."""
+    x, _, rank, s = np.linalg.lstsq(a, b)
+    gb = GraphBuilder()
+    node = gb.op("lstsq", gb.input(type_of(a), "a"), gb.input(type_of(b), "b"), rcond=None)
+    parts = [gb.op("tuple_get", node, index=k) for k in range(3)]
+    got = eager.run(verify(gb.build(parts)), [a, b])
+    assert [p.type for p in parts] == [type_of(x), TensorType((), rank.dtype), type_of(s)]
+    for g, e in zip(got, (x, rank, s)):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def lapack_more_tuple_test() -> None:
+    rng = np.random.default_rng(7)
+    for dtype in (np.float64, np.float32, np.int64, np.float16):
+        for shape in ((4, 3), (2, 3, 5)):
+            x = sample(shape, dtype, rng, special=False)
+            for mode in ("reduced", "complete"):
+                _tuple_op_test("qr", (x,), {"mode": mode}, lambda v, m=mode: tuple(np.linalg.qr(v, mode=m)))
+            _tuple_op_test("slogdet", (_spd((len(shape), 3, 3), dtype, rng),), {}, lambda v: tuple(np.linalg.slogdet(v)))
+        a, b = sample((5, 3), dtype, rng, special=False), sample((5, 2), dtype, rng, special=False)
+        if dtype is not np.float16:
+            _lstsq_test(a, b)
+    _tuple_op_test("lstsq", (np.ones((5, 3)), np.ones(4)), {}, np.linalg.lstsq)
+    _tuple_op_test("qr", (np.ones(3),), {}, np.linalg.qr)
+    _tuple_op_test("slogdet", (np.ones((2, 3)),), {}, np.linalg.slogdet)
+
+
 def histogram_test() -> None:
     rng = np.random.default_rng(6)
     x = rng.standard_normal(30)
@@ -581,6 +628,7 @@ def numpy_call_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
 
 
 CUSTOM.update({"eigh": lapack_tuple_test, "svd": lapack_tuple_test, "histogram": histogram_test})
+CUSTOM.update({"qr": lapack_more_tuple_test, "slogdet": lapack_more_tuple_test, "lstsq": lapack_more_tuple_test})
 
 
 # ------------------------------------------------------------------------------------------------- the tests
@@ -609,7 +657,8 @@ def test_kind_membership(kind: OpKind) -> None:
         OpKind.REDUCTION: {"sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"},
         OpKind.SHAPE: {"reshape", "transpose", "broadcast_to", "concatenate", "stack"},
         OpKind.LINALG: {"matmul", "dot", "outer", "einsum"},
-        OpKind.LAPACK: {"solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd"},
+        OpKind.LAPACK: {"solve", "inv", "det", "cholesky", "eigh", "eigvalsh", "svd", "qr", "slogdet", "pinv",
+                        "matrix_rank", "matrix_power", "lstsq"},
         OpKind.INDEXING: {"getitem", "setitem", "scatter_add", "sort", "argsort", "cumsum", "cumprod",
                           "searchsorted", "histogram", "quantile", "convolve", "correlate", "interp", "digitize",
                           "cross", "partition", "argpartition"},

@@ -99,6 +99,10 @@ def test_pinv_keywords_stacked_and_dtypes() -> None:
     same(f, (TALL * 3, sym, STACK), (WIDE * 3, sym * 2, STACK[:1]), rtol=1e-4, atol=1e-5)
 
 
+def test_pinv_of_an_empty_matrix_keeps_its_dtype() -> None:
+    same(np.linalg.pinv, (np.zeros((0, 3), np.int64),), (np.zeros((2, 3, 0), bool),), (np.zeros((0, 3, 3), np.int64),))
+
+
 def test_pinv_with_both_rcond_and_rtol_raises_numpys_error() -> None:
     with pytest.raises(ValueError, match="can't be both set"):
         jitgraph.compile(lambda a: np.linalg.pinv(a, rcond=0.1, rtol=0.1))(TALL)

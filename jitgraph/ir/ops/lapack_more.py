@@ -62,7 +62,10 @@ def _slogdet(a: Any) -> tuple[Any, Any]:
 def _infer_pinv(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
     _matrix(a, square=False)
-    dtype = _dtypes(lambda x: _pinv(x, **attrs), types, "pinv")[0]
+    if a.shape[-1] * a.shape[-2] == 0:  # NumPy returns an empty array of a's own dtype there, with no SVD
+        dtype = a.dtype
+    else:
+        dtype = _dtypes(lambda x: _pinv(x, **attrs), types, "pinv")[0]
     return TensorType(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype)
 
 
