@@ -20,6 +20,7 @@ from jitgraph.tracer.arrays import binary
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.iteration import iterate
 from jitgraph.tracer.scalar_builtins import MATH, conversion, select_extreme, traced_pow, traced_round
+from jitgraph.tracer.symarrays import SymArray
 from jitgraph.tracer.values import TArray, contains_tarray, is_plain
 
 BUILTINS: dict[Any, Callable[..., Any]] = {}
@@ -135,6 +136,8 @@ def _stand_in(tx: TraceContext, value: Any) -> Any:
         if value.kind == "scalar":
             return t.dtype.type(0)
         return float(0) if t.dtype.kind == "f" else 0
+    if isinstance(value, SymArray):
+        return value.stand_in()
     return value
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
-from jitgraph.tracer import symarrays
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.guards import Source
 from jitgraph.tracer.iteration import iterate
@@ -131,12 +130,9 @@ class StackOps:
         self.push(dict(zip(keys, values)))
 
     def op_BUILD_SLICE(self: Frame, ins: Instr) -> None:
-        parts = self.popn(ins.arg)
-        if any(isinstance(p, TArray) for p in parts) and not symarrays.symbolic_slice_parts(self.tx, parts):
-            self.tx.graph_break("slice bounds computed from array data (such a slice compiles only inside a for loop "
-                                "traced as a region; this one is outside one, or in a loop unrolled because its "
-                                "region failed: logger jitgraph.regions at DEBUG says why)")
-        self.push(slice(*parts))
+        # A traced bound (``indptr[i]``) stays in the slice: subscripts lower it as a symbolic view (symarrays.py)
+        # or break with the reason; any other use meets Python's own TypeError.
+        self.push(slice(*self.popn(ins.arg)))
 
     def op_BUILD_STRING(self: Frame, ins: Instr) -> None:
         self.push("".join(self.popn(ins.arg)))

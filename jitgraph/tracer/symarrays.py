@@ -1,10 +1,12 @@
-"""Slices with symbolic bounds inside loop regions, as the opcode handlers meet them (the lowering is ``symslice``).
+"""Slices with symbolic bounds, as the opcode handlers meet them (the lowering is ``symslice``).
 
-Inside a region body, ``a[i, :i]`` (a slice bound that is a traced integer) yields a :class:`SymArray` instead of
-a graph break. Arithmetic with scalars and other symbolic slices builds an elementwise expression; ``np.dot``,
-``np.sum``, ``np.outer`` and ``@`` on them, and assigning one (``a[k + 1:, k] /= a[k, k]``) are lowered to loops.
-Anything else a SymArray meets is a graph break that names the operation, and the loop is then unrolled or the
-call falls back, as before.
+``a[i, :i]`` or ``data[indptr[i]:indptr[i + 1]]`` (a slice bound that is a traced integer: the induction variable
+or array data) yields a :class:`SymArray` instead of a graph break, and so does a gather through a 1-D one
+(``x[indices[start:end]]``). Arithmetic with scalars and other symbolic slices builds an elementwise expression;
+``np.dot``, ``np.sum``, ``np.outer`` and ``@`` on them, and assigning one (``a[k + 1:, k] /= a[k, k]``) are lowered
+to loops. Anything else a SymArray meets is a graph break that names the operation, and the loop is then unrolled
+or the call falls back, as before. Outside loop regions (``np.sum(data[indptr[0]:indptr[1]])``) the same holds,
+for at most :data:`MAX_OUTSIDE` views a trace.
 
 The handlers ask first (:func:`is_symbolic_view`, :func:`involves`, :func:`takes_call`) and then hand the values
 over; each function here gets the trace context and plain values, never the frame.
@@ -26,6 +28,10 @@ OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor
        "**": "power"}
 CALLS = (np.dot, np.outer, np.sum, np.matmul)
 """NumPy functions that take symbolic slices (everything else they meet breaks)."""
+MAX_OUTSIDE = 8
+"""Symbolic views a trace lowers outside loop regions (``data[indptr[0]:indptr[1]]`` at top level) before it
+breaks: each is a loop of its own, and a loop unrolled because its region failed would make one per iteration (a
+thousand small loops would take minutes to compile; the eager loop is faster)."""
 
 
 @dataclass(eq=False)
@@ -33,21 +39,23 @@ class SymArray:
     """A traced value that is a symbolic-bound view, or an elementwise expression / outer product of them."""
 
     expr: Any
+    __hash__ = None  # type: ignore[assignment]  # an ndarray is unhashable: ``{view: 1}`` raises TypeError
 
     def __bool__(self) -> bool:
         raise TypeError("SymArray has no truth value at trace time")
 
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        """NumPy must not wrap it as an object array constant: it has no data at trace time."""
+        raise TypeError("a slice of symbolic length has no data at trace time")
+
+    def stand_in(self) -> np.ndarray:
+        """An object of the type NumPy gives the value (an ndarray), for isinstance/type checks."""
+        return np.empty((0,), symslice.element_type(self.expr).dtype)
+
 
 # ---- questions the handlers ask ----------------------------------------------------------------------------------
-def symbolic_slice_parts(tx: TraceContext, parts: list[Any]) -> bool:
-    """``BUILD_SLICE``: inside a region a slice may hold traced integers (then subscripts see a symbolic index)."""
-    return tx.in_region and any(isinstance(p, TArray) for p in parts)
-
-
 def is_symbolic_index(tx: TraceContext, index: Any) -> bool:
-    """Whether ``index`` holds a slice with a traced bound, inside a region."""
-    if not tx.in_region:
-        return False
+    """Whether ``index`` holds a slice with a traced bound (or a gather through one)."""
     entries = index if isinstance(index, tuple) else (index,)
     return any(isinstance(e, SymArray) or (isinstance(e, slice) and any(isinstance(p, TArray)
                                                                          for p in (e.start, e.stop, e.step)))
@@ -148,6 +156,13 @@ def _view(tx: TraceContext, container: TArray, index: Any) -> symslice.SymView:
             tx.graph_break("a gather of symbolic length combined with other indices (only x[idx[a:b]] of a 1-D x)")
         else:
             tx.graph_break("a symbolic slice combined with an index other than ints and slices")
+    if not tx.in_region:
+        outside = tx.builder.__dict__.setdefault("_symarrays_outside", [0])
+        outside[0] += 1
+        if outside[0] > MAX_OUTSIDE:
+            tx.graph_break(f"slice bounds computed from array data in more than {MAX_OUTSIDE} slices outside loop "
+                           "regions (a loop unrolled because its region failed? logger jitgraph.regions at DEBUG "
+                           "says why)")
     return symslice.sym_view(tx.builder, tx.read(container), key, _facts(tx))
 
 
