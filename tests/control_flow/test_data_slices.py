@@ -193,3 +193,17 @@ def test_random_csr_matches_numpy(counts: list[int], columns: list[int], values:
     """Random row lengths (empty rows included), columns (negative ones wrap) and values: one compile for all."""
     check(_COMPILED_SPMV, csr_spmv, random_csr(counts, columns, values, np.int64, np.float64, seed))
     assert _COMPILED_SPMV.break_reasons() == [] and _COMPILED_SPMV.cache_info().misses == 1
+
+
+def gather_into_itself(x, indices, indptr):
+    for i in range(indptr.shape[0] - 1):
+        start, end = indptr[i], indptr[i + 1]
+        x[start:end] = x[indices[start:end]] * 2.0 + 1.0  # NumPy gathers (a copy) before it stores
+    return x
+
+
+def test_gather_reads_the_array_before_the_assignment() -> None:
+    compiled = jitgraph.compile(gather_into_itself, backend="cpu")
+    args = (np.arange(12.0), np.array([3, 2, 1, 0, 11, 10, 9, 8, 1, 1, -2, 2]), np.array([0, 4, 8, 12]))
+    check(compiled, gather_into_itself, args)
+    one_graph(compiled)
