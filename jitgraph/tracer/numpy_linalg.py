@@ -225,13 +225,27 @@ def _flags(tx: TraceContext, what: str, **flags: Any) -> None:
             tx.graph_break(f"np.linalg.{what} with {name}= computed from array data")
 
 
-def _tolerance(tx: TraceContext, value: Any, name: str, what: str) -> Any:
-    """A tolerance (``rcond``, ``tol``, ``rtol``) known when tracing: None or one number. NumPy also takes an
-    array of tolerances, one per stacked matrix; that (or a traced value) breaks."""
-    if value is None or isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, TArray):
-        return value
-    tx.graph_break(f"np.linalg.{what} with {name}= an array or a value computed from array data (only None or a "
-                   "number known when tracing compiles)")
+class _Tolerances:
+    """The tolerance keywords of one call: numbers known when tracing become attributes; one traced scalar becomes
+    the op's last operand, named by the ``traced`` attribute (jitgraph/ir/ops/lapack_more.py). An array of
+    tolerances (one per stacked matrix) breaks, as do two traced ones."""
+
+    def __init__(self, tx: TraceContext, what: str) -> None:
+        self.tx, self.what = tx, what
+        self.attrs: dict[str, Any] = {}
+        self.operands: list[Node] = []
+
+    def add(self, name: str, value: Any) -> None:
+        if value is None or isinstance(value, int | float | np.integer | np.floating):
+            self.attrs[name] = value
+            return
+        node = self.tx.node(value) if isinstance(value, TArray) else None
+        if node is None or node.tensor_type.shape != () or node.tensor_type.dtype.kind not in "biuf" or self.operands:
+            self.tx.graph_break(f"np.linalg.{self.what} with {name}= an array, or a second tolerance computed at run "
+                                "time (one number, known or traced, compiles)")
+        self.attrs[name] = None
+        self.attrs.update(traced=name, weak=node.tensor_type.weak)
+        self.operands.append(node)
 
 
 _DATA_TYPED = "its result is real or complex depending on the data (NumPy returns complex only when an eigenvalue is)"
@@ -263,12 +277,14 @@ def _slogdet(tx: TraceContext, a: Any) -> Any:
 @numpy(np.linalg.pinv)
 def _pinv(tx: TraceContext, a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _NOT_GIVEN) -> Any:
     _flags(tx, "pinv", hermitian=hermitian)
-    attrs: dict[str, Any] = {"rcond": _tolerance(tx, rcond, "rcond", "pinv"), "hermitian": bool(hermitian)}
+    tol = _Tolerances(tx, "pinv")
+    tol.add("rcond", rcond)
     if rtol is not _NOT_GIVEN:
         if rcond is not None:
             _fail(tx, ValueError("`rtol` and `rcond` can't be both set."))
-        attrs["rtol"] = _tolerance(tx, rtol, "rtol", "pinv")
-    return tx.fresh(tx.op("pinv", _lapack_operand(tx, a, "pinv"), **attrs), "array")
+        tol.add("rtol", rtol)
+    node = tx.op("pinv", _lapack_operand(tx, a, "pinv"), *tol.operands, hermitian=bool(hermitian), **tol.attrs)
+    return tx.fresh(node, "array")
 
 
 @numpy(np.linalg.matrix_rank)
@@ -278,8 +294,10 @@ def _matrix_rank(tx: TraceContext, A: Any, tol: Any = None, hermitian: bool = Fa
     if node.tensor_type.ndim < 2:
         tx.graph_break("np.linalg.matrix_rank of an array with fewer than two dimensions (NumPy returns a Python int "
                        "there, not an array)")
-    rank = tx.op("matrix_rank", node, tol=_tolerance(tx, tol, "tol", "matrix_rank"), hermitian=bool(hermitian),
-                 rtol=_tolerance(tx, rtol, "rtol", "matrix_rank"))
+    tolerances = _Tolerances(tx, "matrix_rank")
+    tolerances.add("tol", tol)
+    tolerances.add("rtol", rtol)
+    rank = tx.op("matrix_rank", node, *tolerances.operands, hermitian=bool(hermitian), **tolerances.attrs)
     return tx.result(rank)
 
 
@@ -327,8 +345,10 @@ def _lstsq(tx: TraceContext, a: Any, b: Any, rcond: Any = None) -> Any:
         tx.graph_break(_LSTSQ_USED if forced else "np.linalg.lstsq: the size of its residuals depends on the rank of "
                        "the data, and this trace cannot set them aside (in a loop or branch region, after a print or "
                        "a draw, or past the limit of data-dependent sites)")
-    node = tx.op("lstsq", _lapack_operand(tx, a, "lstsq"), _lapack_operand(tx, b, "lstsq"),
-                 rcond=_tolerance(tx, rcond, "rcond", "lstsq"))
+    tol = _Tolerances(tx, "lstsq")
+    tol.add("rcond", rcond)
+    node = tx.op("lstsq", _lapack_operand(tx, a, "lstsq"), _lapack_operand(tx, b, "lstsq"), *tol.operands,
+                 **tol.attrs)
     x, rank, s = (tx.op("tuple_get", node, index=k) for k in range(3))
     return tx.fresh(x, "array"), UnusedResiduals(s, frozenset({site})), tx.result(rank), tx.fresh(s, "array")
 
@@ -455,9 +475,9 @@ TABLE.note("runs through LAPACK (never inside a kernel or loop body); a singular
 TABLE.note("runs through LAPACK (never inside a kernel or loop body)", np.linalg.det, np.linalg.eigh,
            np.linalg.eigvalsh, np.linalg.svd, np.linalg.slogdet)
 TABLE.note("mode='raw' (LAPACK's Householder form); runs through LAPACK", np.linalg.qr)
-TABLE.note("an array of tolerances (one per stacked matrix) or one computed from array data; runs through LAPACK; "
-           "LinAlgError reruns eagerly", np.linalg.pinv)
-TABLE.note("1-D input (NumPy returns a Python int); an array of tolerances or one computed from array data; runs "
+TABLE.note("an array of tolerances (one per stacked matrix); runs through LAPACK; LinAlgError reruns eagerly",
+           np.linalg.pinv)
+TABLE.note("1-D input (NumPy returns a Python int); an array of tolerances, or tol and rtol both traced; runs "
            "through LAPACK", np.linalg.matrix_rank)
 TABLE.note("an exponent computed from array data; n < 0 on a singular matrix reruns eagerly (LinAlgError)",
            np.linalg.matrix_power)

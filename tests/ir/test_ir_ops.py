@@ -538,6 +538,8 @@ def lapack_more_cases(name: str, rng: np.random.Generator) -> Iterator[Case]:
         elif name == "pinv":
             yield Case((sample(shape, dtype, rng, special=False),), lambda x: np.linalg.pinv(x, rcond=0.1),
                        {"rcond": 0.1, "hermitian": False})
+            yield Case((sample(shape, dtype, rng, special=False), 0.3), lambda x, r: np.linalg.pinv(x, rtol=r),
+                       {"hermitian": False, "rtol": None, "traced": "rtol", "weak": True})  # a traced tolerance
         elif len(shape) >= 2:  # matrix_rank of a vector is a Python int: the tracer keeps it out of the graph
             yield Case((sample(shape, dtype, rng, special=False),), np.linalg.matrix_rank,
                        {"tol": None, "hermitian": False, "rtol": None})

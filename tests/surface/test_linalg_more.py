@@ -127,6 +127,17 @@ def test_matrix_rank_of_a_vector_breaks_with_the_reason() -> None:
     assert "Python int" in only_reason(cf)
 
 
+def test_traced_scalar_tolerances_compile() -> None:
+    b = TALL[:, 0].copy()
+
+    def f(a, t):
+        return (np.linalg.pinv(a, rcond=t), np.linalg.pinv(a, rtol=t), np.linalg.matrix_rank(a, tol=t),
+                np.linalg.matrix_rank(a, rtol=t), np.linalg.lstsq(a, b, rcond=t)[0])
+
+    cf = same(f, (TALL, 0.3), (TALL, 0.9), (TALL.astype(np.float32), np.float32(0.5)), (TALL, 2))
+    assert cf.break_reasons() == []
+
+
 def test_tolerances_from_array_data_break_with_the_reason() -> None:
     cf = same(lambda a, t: np.linalg.pinv(a, rcond=t), (STACK, np.array([0.1, 0.2])), compiled=False)
     assert "rcond=" in only_reason(cf)

@@ -58,33 +58,60 @@ def _slogdet(a: Any) -> tuple[Any, Any]:
     return tuple(np.linalg.slogdet(a))
 
 
+# ---- tolerances ---------------------------------------------------------------------------------------------------
+# A tolerance (pinv's rcond/rtol, matrix_rank's tol/rtol, lstsq's rcond) known when tracing is an attribute; one
+# computed at run time (a traced scalar) is the op's last operand, and the attribute ``traced`` names the keyword it
+# fills. ``weak`` says it was a Python number: NumPy gets one, as in the eager call (else a NumPy scalar of its dtype).
+_TOLERANCE_ATTRS = ("traced", "weak")
+
+
+def _tolerance_operand(types: tuple[TensorType, ...], count: int, attrs: dict, what: str) -> tuple[TensorType, ...]:
+    """The matrix operands; the traced tolerance after them must be a scalar (an array of tolerances broadcasts
+    against the stack in NumPy, which these type rules do not follow)."""
+    extra = types[count:]
+    if len(extra) != (1 if attrs.get("traced") else 0) or any(t.ndim for t in extra):
+        err = ValueError(f"{what}: a traced tolerance must be one scalar operand")
+        raise type_error(str(err), err)
+    return types[:count]
+
+
+def _numpy_kwargs(tolerance: tuple[Any, ...], attrs: dict) -> dict[str, Any]:
+    """The keywords for NumPy: the attributes, with the traced tolerance (if any) under the name ``traced`` gives."""
+    kwargs = {k: v for k, v in attrs.items() if k not in _TOLERANCE_ATTRS}
+    name = attrs.get("traced")
+    if name is not None:
+        value = np.asarray(tolerance[0])
+        kwargs[name] = value.item() if attrs.get("weak") else value[()]
+    return kwargs
+
+
 # ---- pinv, matrix_rank -------------------------------------------------------------------------------------------
 def _infer_pinv(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
-    (a,) = types
+    (a,) = _tolerance_operand(types, 1, attrs, "pinv")
     _matrix(a, square=False)
     if a.shape[-1] * a.shape[-2] == 0:  # NumPy returns an empty array of a's own dtype there, with no SVD
         dtype = a.dtype
     else:
-        dtype = _dtypes(lambda x: _pinv(x, **attrs), types, "pinv")[0]
+        dtype = _dtypes(lambda x, *tol: _pinv(x, *tol, **attrs), types, "pinv")[0]
     return TensorType(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype)
 
 
-def _pinv(a: Any, rcond: Any = None, hermitian: bool = False, **rtol: Any) -> Any:
-    """``rtol`` is passed only when the caller gave it: NumPy tells "not given" from None."""
-    return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian, **rtol)
+def _pinv(a: Any, *tolerance: Any, **attrs: Any) -> Any:
+    """``rtol`` is in ``attrs`` only when the caller gave it: NumPy tells "not given" from None."""
+    return np.linalg.pinv(a, **_numpy_kwargs(tolerance, attrs))
 
 
 def _infer_matrix_rank(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
-    (a,) = types
+    (a,) = _tolerance_operand(types, 1, attrs, "matrix_rank")
     if a.ndim < 2:  # NumPy returns a Python int there; the tracer keeps such calls out of the graph
         err = ValueError("matrix_rank of an array with fewer than two dimensions is a Python int")
         raise type_error(str(err), err)
-    dtype = _dtypes(lambda x: np.asarray(np.linalg.matrix_rank(x, **attrs)), types, "matrix_rank")[0]
+    dtype = _dtypes(lambda x, *tol: np.asarray(_matrix_rank(x, *tol, **attrs)), types, "matrix_rank")[0]
     return TensorType(a.shape[:-2], dtype)
 
 
-def _matrix_rank(a: Any, tol: Any = None, hermitian: bool = False, rtol: Any = None) -> Any:
-    return np.linalg.matrix_rank(a, tol=tol, hermitian=hermitian, rtol=rtol)
+def _matrix_rank(a: Any, *tolerance: Any, **attrs: Any) -> Any:
+    return np.linalg.matrix_rank(a, **_numpy_kwargs(tolerance, attrs))
 
 
 # ---- matrix_power, lstsq ---------------------------------------------------------------------------------------------
@@ -101,7 +128,7 @@ def _matrix_power(a: Any, n: int) -> Any:
 
 def _infer_lstsq(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TupleType:
     """NumPy's ``lstsq`` checks: two-dimensional ``a``, ``b`` 1- or 2-D (not stacked), ``b``'s rows ``a``'s."""
-    a, b = types
+    a, b = _tolerance_operand(types, 2, attrs, "lstsq")
     for t in (a, b if b.ndim != 1 else None):
         if t is not None and t.ndim != 2:
             err = np.linalg.LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
@@ -110,13 +137,13 @@ def _infer_lstsq(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> 
     if b.shape[0] != m:
         err = np.linalg.LinAlgError("Incompatible dimensions")
         raise type_error(str(err), err)
-    x, _, rank, s = _dtypes(lambda p, q: np.linalg.lstsq(p, q, rcond=attrs.get("rcond")), types, "lstsq")
+    x, _, rank, s = _dtypes(lambda p, q, *tol: np.linalg.lstsq(p, q, **_numpy_kwargs(tol, attrs)), types, "lstsq")
     return TupleType((TensorType((n,) + b.shape[1:], x), TensorType((), rank), TensorType((min(m, n),), s)))
 
 
-def _lstsq(a: Any, b: Any, rcond: Any = None) -> tuple[Any, Any, Any]:
+def _lstsq(a: Any, b: Any, *tolerance: Any, **attrs: Any) -> tuple[Any, Any, Any]:
     """``(x, rank, s)``: NumPy's result without the residuals, whose size depends on the rank."""
-    x, _, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
+    x, _, rank, s = np.linalg.lstsq(a, b, **_numpy_kwargs(tolerance, attrs))
     return x, rank, s
 
 
