@@ -332,8 +332,10 @@ class UnusedResiduals(Lazy):
     sites: frozenset[int]
 
 
-_LSTSQ_USED = "np.linalg.lstsq: its residuals are used, and their size depends on the rank of the data; x, rank and s " \
-              "compile where the residuals are dropped (x = lstsq(a, b)[0], or x, _, rank, s = lstsq(a, b))"
+_LSTSQ_USED = ("np.linalg.lstsq: the size of its residuals depends on the rank of the data, so it compiles only where "
+               "they are dropped (x = lstsq(a, b)[0], or x, _, rank, s = lstsq(a, b)) in a function with no other break "
+               "or data-dependent cut: here the residuals are used, or a break or cut later in the function retraced "
+               "it without lazy values (selections.py)")
 
 
 @numpy(np.linalg.lstsq)

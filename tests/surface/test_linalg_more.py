@@ -218,6 +218,15 @@ def test_using_the_residuals_runs_lstsq_eagerly_with_the_reason(use) -> None:
     assert "np.linalg.lstsq" in reason and "residuals" in reason and "rank" in reason
 
 
+def test_lstsq_before_a_data_dependent_cut_runs_eagerly_with_the_reason() -> None:
+    def f(a, b):
+        x = np.linalg.lstsq(a, b)[0]
+        return x * 2, np.unique(np.round(a))
+
+    cf = same(f, (TALL, TALL[:, 0] + 1), compiled=False)
+    assert "np.linalg.lstsq" in only_reason(cf) and "cut later" in only_reason(cf)
+
+
 def test_lstsq_residuals_dtype_and_ndim_are_known() -> None:
     def f(a, b):
         _, res, _, _ = np.linalg.lstsq(a, b)
