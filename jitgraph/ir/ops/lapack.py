@@ -6,7 +6,9 @@ Their results' types follow from the operands' types alone (``eig``, real or com
 NumPy's own routine is the implementation, so values, dtypes and errors are NumPy's. A singular matrix raises at run
 time (``raises=True``): the node is never dropped as dead, and the driver reruns the call eagerly, which raises
 NumPy's own ``LinAlgError``. Shapes are checked here as NumPy checks them (at least two dimensions, square where the
-routine needs it, matching core dimensions), with NumPy's exception for the eager rerun to show.
+routine needs it, matching core dimensions), with NumPy's exception for the eager rerun to show. ``qr``, ``slogdet``,
+``pinv``, ``matrix_rank``, ``matrix_power`` and ``lstsq`` are in :mod:`jitgraph.ir.ops.lapack_more`, with the same
+helpers (:func:`check_stacked`, :func:`result_dtypes`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jitgraph.ir.ops.rules import broadcast, type_error
 from jitgraph.ir.types import TensorType
 
 
-def _matrix(t: TensorType, square: bool = True) -> None:
+def check_stacked(t: TensorType, square: bool = True) -> None:
     """NumPy's checks of a stack of matrices (``numpy.linalg._assert_stacked_2d`` / ``_assert_stacked_square``)."""
     if t.ndim < 2:
         err = np.linalg.LinAlgError(f"{t.ndim}-dimensional array given. Array must be at least two-dimensional")
@@ -33,7 +35,7 @@ def _matrix(t: TensorType, square: bool = True) -> None:
         raise type_error(str(err), err)
 
 
-def _dtypes(fn: Callable[..., Any], types: tuple[TensorType, ...], what: str) -> list[np.dtype]:
+def result_dtypes(fn: Callable[..., Any], types: tuple[TensorType, ...], what: str) -> list[np.dtype]:
     """The result dtypes of ``fn`` on 1x1 identity prototypes of ``types`` (NumPy decides: ints become float64,
     float16 is refused with NumPy's TypeError)."""
     protos = [np.ones((1,) * min(t.ndim, 2), t.dtype) for t in types]
@@ -48,13 +50,13 @@ def _dtypes(fn: Callable[..., Any], types: tuple[TensorType, ...], what: str) ->
 
 
 def _one(types: tuple[TensorType, ...], shape: tuple[int, ...], fn: Callable[..., Any], what: str) -> TensorType:
-    return TensorType(shape, _dtypes(fn, types, what)[0])
+    return TensorType(shape, result_dtypes(fn, types, what)[0])
 
 
 # ---- solve, inv, det, cholesky ---------------------------------------------------------------------------------
 def _infer_solve(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     a, b = types
-    _matrix(a)
+    check_stacked(a)
     m = a.shape[-1]
     if b.ndim == 1:  # NumPy 2: a 1-D b is one vector; its batch is a's
         if b.shape[0] != m:
@@ -72,19 +74,19 @@ def _infer_solve(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> 
 
 def _infer_inv(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     return _one(types, a.shape, np.linalg.inv, "inv")
 
 
 def _infer_det(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     return _one(types, a.shape[:-2], np.linalg.det, "det")
 
 
 def _infer_cholesky(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     return _one(types, a.shape, np.linalg.cholesky, "cholesky")
 
 
@@ -103,15 +105,15 @@ def _uplo(attrs: dict, what: str) -> str:
 
 def _infer_eigh(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TupleType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     _uplo(attrs, "eigh")
-    w, v = _dtypes(np.linalg.eigh, types, "eigh")
+    w, v = result_dtypes(np.linalg.eigh, types, "eigh")
     return TupleType((TensorType(a.shape[:-1], w), TensorType(a.shape, v)))
 
 
 def _infer_eigvalsh(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     _uplo(attrs, "eigvalsh")
     return _one(types, a.shape[:-1], np.linalg.eigvalsh, "eigvalsh")
 
@@ -126,11 +128,11 @@ def _eigvalsh(a: Any, UPLO: str = "L") -> Any:
 
 def _infer_svd(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType | TupleType:
     (a,) = types
-    _matrix(a, square=False)
+    check_stacked(a, square=False)
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
-    dts = _dtypes(lambda x: np.linalg.svd(x, compute_uv=attrs.get("compute_uv", True)), types, "svd")
+    dts = result_dtypes(lambda x: np.linalg.svd(x, compute_uv=attrs.get("compute_uv", True)), types, "svd")
     if not attrs.get("compute_uv", True):
         return TensorType(batch + (k,), dts[0])
     full = attrs.get("full_matrices", True)

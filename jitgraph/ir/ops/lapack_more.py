@@ -18,7 +18,7 @@ import numpy as np
 
 from jitgraph.ir.graph import TupleType
 from jitgraph.ir.ops import Op, OpKind, define
-from jitgraph.ir.ops.lapack import _dtypes, _matrix
+from jitgraph.ir.ops.lapack import check_stacked, result_dtypes
 from jitgraph.ir.ops.rules import type_error
 from jitgraph.ir.types import TensorType
 
@@ -28,14 +28,14 @@ QR_MODES = ("reduced", "complete", "r")
 # ---- qr, slogdet ------------------------------------------------------------------------------------------------
 def _infer_qr(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType | TupleType:
     (a,) = types
-    _matrix(a, square=False)
+    check_stacked(a, square=False)
     mode = attrs.get("mode", "reduced")
     if mode not in QR_MODES:
         err = ValueError(f"Unrecognized mode '{mode}'")
         raise type_error(f"qr: {err}", err)
     m, n = a.shape[-2:]
     k, batch = min(m, n), a.shape[:-2]
-    dts = _dtypes(lambda x: _qr(x, mode), types, "qr")
+    dts = result_dtypes(lambda x: _qr(x, mode), types, "qr")
     if mode == "r":
         return TensorType(batch + (k, n), dts[0])
     q_cols, r_rows = (m, m) if mode == "complete" else (k, k)
@@ -49,8 +49,8 @@ def _qr(a: Any, mode: str = "reduced") -> Any:
 
 def _infer_slogdet(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TupleType:
     (a,) = types
-    _matrix(a)
-    sign, logdet = _dtypes(_slogdet, types, "slogdet")
+    check_stacked(a)
+    sign, logdet = result_dtypes(_slogdet, types, "slogdet")
     return TupleType((TensorType(a.shape[:-2], sign), TensorType(a.shape[:-2], logdet)))
 
 
@@ -88,11 +88,11 @@ def _numpy_kwargs(tolerance: tuple[Any, ...], attrs: dict) -> dict[str, Any]:
 # ---- pinv, matrix_rank -------------------------------------------------------------------------------------------
 def _infer_pinv(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = _tolerance_operand(types, 1, attrs, "pinv")
-    _matrix(a, square=False)
+    check_stacked(a, square=False)
     if a.shape[-1] * a.shape[-2] == 0:  # NumPy returns an empty array of a's own dtype there, with no SVD
         dtype = a.dtype
     else:
-        dtype = _dtypes(lambda x, *tol: _pinv(x, *tol, **attrs), types, "pinv")[0]
+        dtype = result_dtypes(lambda x, *tol: _pinv(x, *tol, **attrs), types, "pinv")[0]
     return TensorType(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype)
 
 
@@ -106,7 +106,7 @@ def _infer_matrix_rank(types: tuple[TensorType, ...], attrs: dict, regions: tupl
     if a.ndim < 2:  # NumPy returns a Python int there; the tracer keeps such calls out of the graph
         err = ValueError("matrix_rank of an array with fewer than two dimensions is a Python int")
         raise type_error(str(err), err)
-    dtype = _dtypes(lambda x, *tol: np.asarray(_matrix_rank(x, *tol, **attrs)), types, "matrix_rank")[0]
+    dtype = result_dtypes(lambda x, *tol: np.asarray(_matrix_rank(x, *tol, **attrs)), types, "matrix_rank")[0]
     return TensorType(a.shape[:-2], dtype)
 
 
@@ -117,9 +117,9 @@ def _matrix_rank(a: Any, *tolerance: Any, **attrs: Any) -> Any:
 # ---- matrix_power, lstsq ---------------------------------------------------------------------------------------------
 def _infer_matrix_power(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (a,) = types
-    _matrix(a)
+    check_stacked(a)
     n = attrs["n"]
-    return TensorType(a.shape, _dtypes(lambda x: np.linalg.matrix_power(x, n), types, "matrix_power")[0])
+    return TensorType(a.shape, result_dtypes(lambda x: np.linalg.matrix_power(x, n), types, "matrix_power")[0])
 
 
 def _matrix_power(a: Any, n: int) -> Any:
@@ -137,7 +137,7 @@ def _infer_lstsq(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> 
     if b.shape[0] != m:
         err = np.linalg.LinAlgError("Incompatible dimensions")
         raise type_error(str(err), err)
-    x, _, rank, s = _dtypes(lambda p, q, *tol: np.linalg.lstsq(p, q, **_numpy_kwargs(tol, attrs)), types, "lstsq")
+    x, _, rank, s = result_dtypes(lambda p, q, *tol: np.linalg.lstsq(p, q, **_numpy_kwargs(tol, attrs)), types, "lstsq")
     return TupleType((TensorType((n,) + b.shape[1:], x), TensorType((), rank), TensorType((min(m, n),), s)))
 
 
