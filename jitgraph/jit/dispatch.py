@@ -287,7 +287,11 @@ def _direct_lines(entry: Entry, w: _Writer) -> list[str]:
         parts, wrap = [p[1] for p in spec[1]], spec[0]
     else:
         return []
-    w.ns.update(COMPILED=entry.compiled, BUILD=entry.build, RUN=getattr(entry.compiled, "run_direct", entry.compiled))
+    # An entry traced without aliasing runs only on leaves that share no memory (the check above): the backend may
+    # then skip its own overlap check (``run_unaliased``).
+    run = getattr(entry.compiled, "run_unaliased", None) if entry.alias is None else None
+    w.ns.update(COMPILED=entry.compiled, BUILD=entry.build,
+                RUN=run or getattr(entry.compiled, "run_direct", entry.compiled))
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
     if wrap is None:

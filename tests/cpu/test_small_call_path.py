@@ -176,3 +176,43 @@ def test_row_max_runs_as_numpy_and_matches_eager():
     compiled(x)
     _same(compiled(x), np.abs(x).max(axis=1))
     assert "as NumPy" in _driver(compiled)
+
+
+def step(p, g, m):
+    m *= 0.9
+    m += g
+    p -= 0.1 * m
+
+
+def _step_args(kind: str):
+    base = np.arange(40.0)
+    if kind == "distinct":
+        return np.arange(16.0), np.ones(16), np.linspace(0, 1, 16)
+    if kind == "disjoint views":  # one owner, no overlap: decided pair by pair
+        return base[:16], base[16:32], np.linspace(0, 1, 16)
+    if kind == "overlapping views":
+        return base[:16], base[2:18], base[4:20]
+    strided = np.lib.stride_tricks.as_strided(base, (16,), (8,))  # memory through a non-array object
+    return strided, base[1:17], np.ones(16)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "disjoint views", "overlapping views", "foreign"])
+def test_in_place_updates_with_shared_memory_match_eager(kind):
+    compiled = jitgraph.compile(step)
+    for _ in range(3):  # the compiling call, then runner or generic hits
+        got, want = _step_args(kind), _step_args(kind)
+        compiled(*got)
+        step(*want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_overlap_check_of_the_backend_itself():
+    compiled = jitgraph.compile(step)
+    compiled(*_step_args("distinct"))
+    graph = compiled.entries[0].compiled
+    if not graph.inplace:
+        pytest.skip("no in-place plan for this graph")
+    assert not graph._overlapping(list(_step_args("distinct")))
+    assert not graph._overlapping(list(_step_args("disjoint views")))
+    assert graph._overlapping(list(_step_args("overlapping views")))
