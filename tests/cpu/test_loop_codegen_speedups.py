@@ -90,3 +90,27 @@ def test_a_long_test_keeps_the_break_form(monkeypatch: pytest.MonkeyPatch) -> No
     compiled = _same(insertion_sort, np.random.default_rng(1).integers(-9, 9, 30))
     source = _source(compiled)
     assert "while True" in source and "break" in source, source
+
+
+def trisolve(L, b):
+    x = np.zeros_like(b)
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+    return x
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_long_row_dot_calls_np_dot_inline_only_for_contiguous_rows(order: str) -> None:
+    """``np.dot(L[i, :i], x[:i])`` of 256 elements or more: the driver calls np.dot itself on C-ordered rows (no
+    helper call per row); the rows of a Fortran-ordered L are strided and keep the ``dot_range`` helper."""
+    n = 300
+    rng = np.random.default_rng(2)
+    L = np.asarray(np.tril(rng.uniform(-1, 1, (n, n))) + n * np.eye(n), order=order)
+    b = rng.standard_normal(n)
+    compiled = jitgraph.compile(trisolve)
+    got, want = compiled(L, b), trisolve(L, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    source = _source(compiled)
+    assert ("np.dot(" in source) == (order == "C"), source
+    assert "dot_range(" in source, source  # short rows (and strided ones) still take the helper

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from jitgraph.backends.cpu.scalar import bounds, numpy_calls
+from jitgraph.backends.cpu.scalar import bounds, numpy_calls, runtime
 from jitgraph.backends.cpu.scalar.core import Emitter, dtype_ctor
 from jitgraph.backends.cpu.scalar.depend import Verdict, const_int, independent, nonneg
 from jitgraph.backends.cpu.scalar.scope import Scope, is_array
@@ -175,6 +175,21 @@ def _dot_operand(em: Emitter, g: Node, induction: Node, invariants: set[Node], d
     return f"{em.var[x]}[{', '.join(parts)}]"
 
 
+def _blas_dot_inline(operands: tuple[Node, ...], induction: Node, dtype: object) -> bool:
+    """Whether the driver may call np.dot itself on ``x[lo:hi]`` of both operand views (the BLAS path of
+    :func:`runtime.dot_range`, written inline): SciPy's BLAS present, float32/64, and each view contiguous as
+    Numba types it (a 1-D C array, or a row ``x[j, :]`` of a C-ordered 2-D one), so np.dot never copies."""
+    if not runtime.HAVE_BLAS or str(dtype) not in ("float32", "float64"):
+        return False
+    for g in operands:
+        x, *ops = g.inputs
+        t = x.tensor_type
+        row = t.ndim == 2 and t.layout == "C" and ops[g.attrs["spec"][-1].k] is induction
+        if not (t.ndim == 1 and t.layout == "C" or row):
+            return False
+    return True
+
+
 def _dot_call(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node | None, indent: int) -> bool:
     """np.dot of two symbolic 1-D slices (``acc += u[k] * v[k]``, ``reassociate=True``) as one ``dot_range`` call.
 
@@ -200,8 +215,16 @@ def _dot_call(em: Emitter, node: Node, body: Graph, induction: Node, acc: Node |
         return False
     total = em.var[acc]
     start, stop = (em.bound(i) for i in node.inputs[:2])
-    em.write(indent, f"{total} = dot_range({views[0]}, {views[1]}, np.int64({start}), np.int64({stop}), {total})"
-                     f"  # {em.names[node]}: np.dot, summed in any order (vectorised)")
+    call = f"{total} = dot_range({views[0]}, {views[1]}, np.int64({start}), np.int64({stop}), {total})"
+    if _blas_dot_inline(product.inputs, induction, dtype):
+        # dot_range would choose BLAS too, but np.dot inside a helper is a call LLVM does not inline: ~5-15% of a
+        # 2000-row triangular solve (one dot per row) against Numba on the user's source, which calls np.dot inline.
+        em.write(indent, f"if {stop} - {start} >= {runtime.DOT_BLAS_FROM}:  # {em.names[node]}: np.dot (BLAS)")
+        em.write(indent + 1, f"{total} = {total} + np.dot({views[0]}[{start}:{stop}], {views[1]}[{start}:{stop}])")
+        em.write(indent, "else:")
+        em.write(indent + 1, f"{call}  # summed in any order (vectorised)")
+    else:
+        em.write(indent, f"{call}  # {em.names[node]}: np.dot, summed in any order (vectorised)")
     em.serial_reasons[node] = "np.dot in one vectorised call (dot_range)"
     return True
 
