@@ -152,7 +152,8 @@ def _kind(fn: Any) -> str | None:
 # from the arguments' types alone (not eig/eigvals, real or complex by the data; not lstsq, whose residuals'
 # size depends on the rank): they run eagerly between two graphs. Data-dependent sizes (np.unique, x[mask]) are not
 # here: the graph after them would depend on the data.
-_PURE_LINALG = ("svd", "qr", "eigh", "slogdet", "solve", "inv", "pinv", "det", "cholesky", "matrix_power", "eigvalsh", "matrix_rank", "cond")
+_PURE_LINALG = ("svd", "qr", "eigh", "slogdet", "solve", "inv", "pinv", "det", "cholesky", "matrix_power", "eigvalsh", "matrix_rank", "cond",
+                "tensorinv")
 
 
 def _is_pure(fn: Any) -> bool:
