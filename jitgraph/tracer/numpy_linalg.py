@@ -340,6 +340,8 @@ _LSTSQ_USED = ("np.linalg.lstsq: the size of its residuals depends on the rank o
 
 @numpy(np.linalg.lstsq)
 def _lstsq(tx: TraceContext, a: Any, b: Any, rcond: Any = None) -> Any:
+    tol = _Tolerances(tx, "lstsq")
+    tol.add("rcond", rcond)  # before the lazy site: a break here is not a forced site's
     before = tx.resume.selections if tx.resume is not None else -1
     site = resume.lazy_site(tx, [a, b])
     if site is None:
@@ -347,8 +349,6 @@ def _lstsq(tx: TraceContext, a: Any, b: Any, rcond: Any = None) -> Any:
         tx.graph_break(_LSTSQ_USED if forced else "np.linalg.lstsq: the size of its residuals depends on the rank of "
                        "the data, and this trace cannot set them aside (in a loop or branch region, after a print or "
                        "a draw, or past the limit of data-dependent sites)")
-    tol = _Tolerances(tx, "lstsq")
-    tol.add("rcond", rcond)
     node = tx.op("lstsq", _lapack_operand(tx, a, "lstsq"), _lapack_operand(tx, b, "lstsq"), *tol.operands,
                  **tol.attrs)
     x, rank, s = (tx.op("tuple_get", node, index=k) for k in range(3))
