@@ -105,7 +105,7 @@ class GroupKernel:
         make = self._keys.get(inplace)
         if make is None:
             strides = "".join(f"ops[{j}].strides, " for j in self.array_operands)
-            flags = "".join(f"(getattr(ops[{j}], 'flags', None) is None or ops[{j}].flags.writeable), "
+            flags = "".join(f"((f := getattr(ops[{j}], 'flags', None)) is None or f.writeable), "
                             for _, j in inplace)
             ns: dict[str, Any] = {}
             exec(f"def key(ops, inplace):\n    return (inplace, {strides}{flags})\n", ns)  # noqa: S102 - ours
@@ -119,7 +119,7 @@ class GroupKernel:
         if self.update is not None and inplace == ((0, self.update.c),):
             return lambda ops: self(ops, inplace)
         strides = "".join(f"ops[{j}].strides, " for j in self.array_operands)
-        flags = "".join(f"(getattr(ops[{j}], 'flags', None) is None or ops[{j}].flags.writeable), "
+        flags = "".join(f"((f := getattr(ops[{j}], 'flags', None)) is None or f.writeable), "
                         for _, j in inplace)
         source = (f"def entry(ops):\n    launch = LAUNCHES.get((PLAN, {strides}{flags}))\n"
                   "    if launch is not None:\n        return launch.run(ops)\n    return CALL(ops, PLAN)\n")

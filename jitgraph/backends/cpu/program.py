@@ -262,9 +262,13 @@ class CpuCompiled:
         outs = ", ".join(var[o] for o in graph.outputs)
         if graph.mutations:
             mutated = ", ".join(var[graph.inputs[i]] for i, _ in graph.mutations)
-            lines.append(f"    outs = _detach([{outs}], ({mutated},))")
+            # (inline where nothing is to be done: no outputs to detach, a value the kernel wrote in place)
+            lines.append(f"    outs = _detach([{outs}], ({mutated},))" if outs else "    outs = []")
             for i, n in graph.mutations:
-                lines.append(f"    _copy_back({var[graph.inputs[i]]}, {var[n]})")
+                target, value = var[graph.inputs[i]], var[n]
+                if target != value:
+                    lines.append(f"    if {value} is not {target}:")
+                    lines.append(f"        _copy_back({target}, {value})")
             lines.append("    return outs")
         else:
             lines.append(f"    return [{outs}]")
