@@ -114,3 +114,34 @@ def test_a_long_row_dot_calls_np_dot_inline_only_for_contiguous_rows(order: str)
     source = _source(compiled)
     assert ("np.dot(" in source) == (order == "C"), source
     assert "dot_range(" in source, source  # short rows (and strided ones) still take the helper
+
+
+def shifted_reads(a, b):
+    """``range(1, n)``: ``i - 1`` is in range (no check), ``i - 2`` is -1 at i = 1 and wraps to the last element."""
+    out = np.zeros(a.shape[0])
+    for i in range(1, a.shape[0]):
+        for j in range(1, b.shape[0]):
+            out[i] += a[i - 1] * b[j - 1] + a[i - 2]
+    return out
+
+
+def past_the_end(a, n):
+    total = 0.0
+    for i in range(1, n):
+        total += a[i - 1]
+    return total
+
+
+def test_an_index_below_a_loop_start_is_proven_and_a_negative_one_still_wraps() -> None:
+    compiled = _same(shifted_reads, np.arange(1.0, 7.0), np.arange(2.0, 6.0))
+    source = _source(compiled)
+    assert source.count("raise IndexError") == 1, source  # only ``a[i - 2]`` is checked (and wraps)
+
+
+def test_an_index_below_a_loop_start_past_the_end_still_raises() -> None:
+    a = np.arange(4.0)
+    _same(past_the_end, a, 5)
+    with pytest.raises(IndexError):
+        past_the_end(a, 6)
+    with pytest.raises(IndexError):
+        jitgraph.compile(past_the_end)(a, 6)

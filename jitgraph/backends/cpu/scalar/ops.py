@@ -39,11 +39,13 @@ def emit_elementwise(em: Emitter, node: Node, indent: int) -> str | None:
     if is_array(node):
         loopnest.emit_map(em, node, indent)
         return None
-    if node.op == "add" and len(node.inputs) == 2:  # ``x + c`` with x's lower bound known: maybe >= 0
+    if node.op in ("add", "subtract") and len(node.inputs) == 2:  # ``x + c`` with x's lower bound known: >= 0?
         x, c = node.inputs
         step = const_int(c)
-        if x in em.floor and step is not None and em.floor[x] + step >= 0:
-            em.nonneg.add(node)
+        if step is not None and node.op == "subtract":
+            step = -step
+        if x in em.floor and step is not None and (node.op == "add" or step <= 0) and em.floor[x] + step >= 0:
+            em.nonneg.add(node)  # (``x - c``, c >= 0, cannot overflow: it lies between 0 and x)
     return em.op_text(node, [em.var[i] for i in node.inputs])
 
 

@@ -79,6 +79,9 @@ def bind(em: Emitter, inner: tuple[Node, ...], outer: tuple[Node, ...]) -> None:
         size = bounds.magnitude(o, em.nonneg, em.upper, em.magnitude)
         if size is not None:
             em.magnitude[n] = size
+        low = bounds.lower(o, em.nonneg, em.floor) if bounds.is_int(n) else None
+        if low is not None and low > 0:  # ``range(1, n)``'s i in a nested body: ``i - 1`` is >= 0 there too
+            em.floor[n] = low
 
 
 def _worth_it(em: Emitter, body: Graph) -> Verdict | None:
@@ -259,6 +262,9 @@ def emit_loop(em: Emitter, node: Node, indent: int) -> None:
     step_value = node.inputs[2].attrs.get("value") if node.inputs[2].op == "const" else None
     if nonneg(node.inputs[0], em.nonneg) and step_value is not None and int(step_value) > 0:
         em.nonneg.add(induction)
+        low = bounds.lower(node.inputs[0], em.nonneg, em.floor)
+        if low is not None and low > 0:  # counting up from 1: ``i - 1`` is a proven index (ops.emit_elementwise)
+            em.floor[induction] = low
     bound = bounds.induction_bound(node.inputs[1], em.upper)
     if step_value is not None and int(step_value) > 0 and bound is not None:
         em.upper[induction] = bound
