@@ -18,7 +18,7 @@ passed to (``dynamic_ints.mark``); a mark is read on the next miss, as ``torch.c
 
 What a dynamic dimension buys today: the IR has no symbolic sizes yet (issue 20 item 1), so a call with a new size
 in dynamic dimensions is still traced for its sizes; but when that trace is the same graph with other sizes
-(``entries.sizes_aside``), it is a *size variant* of an entry: it does not count towards ``cache_limit`` and is no
+(``entries.same_but_sizes``), it is a *size variant* of an entry: it does not count towards ``cache_limit`` and is no
 recompile (``cache_info().size_variants`` counts them; the ``jitgraph.recompiles`` log at INFO shows each), and its
 Numba kernels, which take extents as arguments, are found in the kernel cache instead of compiled again (the retrace
 costs milliseconds). A new size whose graph differs in more than sizes (a size baked into a constant, a size-1
@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Any, NamedTuple
 
-from jitgraph.jit.entries import Entry, sizes_aside
+from jitgraph.jit.entries import Entry, same_but_sizes
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.trace import parameter_names, trace
@@ -43,10 +43,11 @@ MAX_VARIANTS = 32  # size variants per function (each holds a traced graph; the 
 
 
 class SizePlan(NamedTuple):
-    """A miss that differs from ``like`` only in the sizes of ``dims`` (``x.shape[0]``), all allowed dynamic."""
+    """A miss that differs from each entry of ``likes`` (most recent first) only in the sizes of its ``dims``
+    (``x.shape[0]``), all allowed dynamic. Every such entry is a candidate: after a size-0 or size-1 call (its own
+    graph), the next size is still a variant of the entry traced at an ordinary size."""
 
-    like: Entry
-    dims: frozenset[str]
+    likes: tuple[tuple[Entry, frozenset[str]], ...]
 
 
 class DynamicPolicy:
@@ -72,35 +73,37 @@ class DynamicPolicy:
         marked, static = dynamic_ints.marked_dims(args, kwargs, parameter_names(self._fn, len(args)))
         self._static_dims = (self._static_dims - marked) | static
         self._dims = (self._dims | marked) - static
+        likes = []
         for entry in reversed(self.entries):
             dims = dynamic_ints.size_changes(entry.facts, facts)
-            if dims is not None:
-                break
-        else:
-            return None
-        if dims & self._static_dims or (self.dynamic is False and not dims <= self._dims):
-            return None
-        return SizePlan(entry, frozenset(dims))
+            if dims is not None and not dims & self._static_dims and \
+                    (self.dynamic is not False or dims <= self._dims):
+                likes.append((entry, frozenset(dims)))
+        return SizePlan(tuple(likes)) if likes else None
 
     def _settled(self, plan: SizePlan | None) -> bool:
         """Whether a miss under ``plan`` is only new sizes of dimensions already dynamic (no recompile)."""
-        return plan is not None and self._variants < MAX_VARIANTS and (self.dynamic is True or plan.dims <= self._dims)
+        return plan is not None and self._variants < MAX_VARIANTS and \
+            (self.dynamic is True or any(dims <= self._dims for _, dims in plan.likes))
 
     def _settle_sizes(self, entry: Entry, plan: SizePlan | None, reason: str | None) -> str | None:
         """After the trace of a miss under ``plan``: a size variant (``entry.variant``), or a recompile that makes
         its dimensions dynamic (the reason says which). Returns the recompile reason."""
-        if plan is None or entry.mode != plan.like.mode or \
-                sizes_aside(entry.traced_graph) != sizes_aside(plan.like.traced_graph):
+        like = None if plan is None else next(
+            ((e, dims) for e, dims in plan.likes
+             if e.mode == entry.mode and same_but_sizes(entry.traced_graph, e.traced_graph)), None)
+        if like is None:
             return reason  # another graph, not only other sizes: an ordinary recompile
         if self._variants >= MAX_VARIANTS:
             return f"{reason} ({MAX_VARIANTS} sizes of dynamic dimensions traced already)"
-        new = set() if self.dynamic is True else plan.dims - self._dims
+        dims = like[1]
+        new = set() if self.dynamic is True else dims - self._dims
         if new:
             self._dims |= new
             return f"{reason} ({_in_order(new, entry.facts)} now dynamic)"
         entry.variant = True
         log_recompiles.info("jitgraph: %s: new size of dynamic %s (%s); the same graph, traced for it", self.name,
-                            _in_order(plan.dims, entry.facts), reason)
+                            _in_order(dims, entry.facts), reason)
         return reason
 
     # ---- ints ------------------------------------------------------------------------------------------------

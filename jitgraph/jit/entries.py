@@ -136,6 +136,23 @@ def sizes_aside(graph: Graph | None) -> str | None:
     return _CONST_INT.sub(lambda m: "const(size)" if m.group(1) in extents else m.group(0), text) if extents else text
 
 
+def same_but_sizes(a: Graph | None, b: Graph | None) -> bool:
+    """Whether two traced graphs are the same apart from sizes (a *size variant*, dynamic_policy.py): the same text
+    with shapes replaced by ranks, and every integer constant either equal in both or, pairwise, the extents of one
+    input dimension in each (the bound of ``for t in range(xs.shape[0])``: 5 at length 5, 9 at length 9). Pairwise,
+    not by value: a ``** 2`` stays a 2 when an input happens to have an extent of 2. Only the variant-or-recompile
+    decision reads this: a variant is traced at its own sizes, so its graph is right whatever this says."""
+    if a is None or b is None:
+        return a is None and b is None
+    text_a, text_b = _SHAPE.sub(_rank, str(a)), _SHAPE.sub(_rank, str(b))
+    if _CONST_INT.sub("const(int)", text_a) != _CONST_INT.sub("const(int)", text_b):
+        return False
+    extents = {(x, y) for na, nb in zip(a.inputs, b.inputs)
+               for x, y in zip(getattr(na.type, "shape", ()), getattr(nb.type, "shape", ())) if x >= 2 and y >= 2}
+    return all(x == y or (int(x), int(y)) in extents
+               for x, y in zip(_CONST_INT.findall(text_a), _CONST_INT.findall(text_b)))
+
+
 @dataclass
 class CacheInfo:
     """A snapshot of a compiled function's counters (``CompiledFunction.cache_info()``)."""
