@@ -27,12 +27,13 @@ import numpy as np
 
 from jitgraph.backends.cpu import column_sweep, row_prefetch, streaming, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
+from jitgraph.backends.cpu.reduction_lanes import LANES, block_sum, lane_count
+from jitgraph.backends.cpu.reduction_lanes import combine as _combine
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.ops.cost import worth_keeping
 from jitgraph.ir.printer import format_value, node_names
 
-LANES = 8  # independent accumulators per reduction: one AVX2 vector of float32, two of float64
 BLOCK = 256  # elements per block of a reduction sweep (its buffers stay in L1)
 
 
@@ -278,8 +279,8 @@ class _Emit:
         """One pass over the reduced axes computing ``reds``, blocked so that both halves vectorise.
 
         Per block of the innermost reduced axis, the reductions' operands are computed into small buffers (an
-        elementwise loop, which LLVM vectorises, math library included), then folded into ``LANES`` independent
-        accumulators (float32 sums accumulate in float64). ``keep``: full values the final sweep would recompute
+        elementwise loop, which LLVM vectorises, math library included), then folded into accumulators
+        (:mod:`reduction_lanes`; float32 sums accumulate in float64). ``keep``: full values the final sweep would recompute
         at some cost; they are stored into row scratch buffers here and loaded there instead. ``rows``: arrays whose
         next row the block loops prefetch (row_prefetch.py).
         """
@@ -289,11 +290,14 @@ class _Emit:
         *outer_r, last = spec.inner
         direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
         blocks = direct and all(self._block_sum(r) and self._walks(r, last) for r in reds)
+        # A sum whose blocks a vectorised helper adds needs one accumulator; the reductions folded value by value
+        # need one each or LANES (reduction_lanes.py).
+        summed = {r for r in reds if self._block_sum(r) and (blocks or not direct)}
+        folded = lane_count([r for r in reds if r not in summed])
         for r in reds:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
-            # A sum whose blocks a vectorised helper adds needs one accumulator; folding values needs LANES.
-            self._lanes[r] = 1 if self._block_sum(r) and (blocks or not direct) else LANES
+            self._lanes[r] = 1 if r in summed else folded
             w(" = ".join(f"acc{v}_{lane}" for lane in range(self._lanes[r])) + f" = {init}")
             if not direct and not all(self._block_sum(x) for x in reds):  # block sums need no buffer
                 self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))
@@ -313,13 +317,7 @@ class _Emit:
         w.depth = depth
         self._finish(w, reds)
 
-    @staticmethod
-    def _block_sum(r: Node) -> str | None:
-        """The vectorised block-sum helper for a float sum or mean of float32/float64 values, else None."""
-        src = r.inputs[0].type.dtype
-        if r.op not in ("sum", "mean") or r.type.dtype.kind != "f" or src not in (np.float32, np.float64):
-            return None
-        return f"jg_sum_block_{'f32' if src == np.float32 else 'f64'}"
+    _block_sum = staticmethod(block_sum)
 
     def _buffer_dtype(self, r: Node, acc: np.dtype) -> np.dtype:
         """Block sums buffer values in their own dtype (the helper sums a block in it); other reductions in the
@@ -362,6 +360,11 @@ class _Emit:
 
     def _direct_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
         """Reductions of operands as loaded: lanes read memory directly, no buffer."""
+        if all(self._lanes[r] == 1 for r in reds):  # LLVM vectorises this loop itself
+            w(f"for j in range(n{last}):")
+            idx[last] = "j"
+            self._fold(w, reds, accs, idx, 0, "    ")
+            return
         w(f"for j in range(0, n{last} - n{last} % {LANES}, {LANES}):")
         for lane in range(LANES):
             idx[last] = f"j + {lane}" if lane else "j"
@@ -412,7 +415,11 @@ class _Emit:
             if self._block_sum(r):
                 w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{self._block_sum(r)}(buf{v}[:m])', accs[r])}")
         lanes = [r for r in reds if not self._block_sum(r)]
-        if lanes:
+        if lanes and all(self._lanes[r] == 1 for r in lanes):  # LLVM vectorises this loop itself
+            w("for k in range(m):")
+            for r in lanes:
+                w(f"    acc{self.var[r]}_0 = {_combine(r, f'acc{self.var[r]}_0', f'buf{self.var[r]}[k]', accs[r])}")
+        elif lanes:
             # Scalar lane accumulators (registers) for the other reductions (max, min, prod, integer sums).
             w(f"for k in range(0, m - m % {LANES}, {LANES}):")
             for r in lanes:
@@ -463,15 +470,6 @@ class _Emit:
             seen.add(n)
             stack.extend(n.inputs)
         return seen
-
-
-def _combine(r: Node, acc: str, value: str, dtype: np.dtype) -> str:
-    """A lane accumulator of the row template combined with ``value``: float max/min as the branch-free
-    ``jg_max_step``/``jg_min_step`` (helpers.py: the same result as ``jg_max_acc``, a fraction of the compile
-    time); everything else as the emitters spell it."""
-    if r.op in ("max", "min") and dtype.kind == "f":
-        return f"jg_{r.op}_step({acc}, {value})"
-    return E.reduction_combine(r.op, acc, value)
 
 
 def kernel_source(spec: KernelSpec, cache: bool) -> str:
