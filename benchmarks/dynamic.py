@@ -2,9 +2,11 @@
 
 Run ``python benchmarks/dynamic.py`` (``--part loops`` or ``--part workloads`` for one table). Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
 ``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
-cached). ``compile s`` is cold minus warm. ``variants`` are entries traced only for new sizes of dynamic dimensions
-(not recompiles); ``numba`` counts entries compiled for themselves (a loop driver whose source another size compiled
-already is shared). Every row checks that compiled and eager results agree.
+cached). ``compile s`` is cold minus warm. ``recomp`` counts recompiles; ``variants`` are entries traced only for new
+sizes of dynamic dimensions (not recompiles; ``var ms``: what each costs, trace to code generation, mean); ``numba``
+counts Numba dispatchers the cold pass compiled or loaded from Numba's disk cache: loop drivers (one whose source
+another size compiled already is shared, not counted) and fused kernels (first calls; a kernel whose source another
+size started is shared). Every row checks that compiled and eager results agree.
 ``tests/dynamic/test_loops.py`` runs the same loops (smaller) with their entry budgets.
 
 The second table runs the six workloads W1-W6 of ``benchmarks/workloads.py`` (imported, not copied) with static and
@@ -39,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the script ru
 import jitgraph
 from benchmarks import workloads
 from benchmarks.timing import paired_timings
+from jitgraph.backends.cpu import cache as kernel_cache
 
 # ----------------------------------------------------------------------------- the steps, as users write them
 
@@ -175,30 +178,45 @@ def agree(a: list[Any], b: list[Any], rtol: float = 2e-3, atol: float = 2e-4) ->
                                                 atol=atol) for x, y in zip(a, b))
 
 
-def numba_compiles(f: Any) -> int:
-    """Entries whose backend artifact was compiled for them: a loop driver whose source another size already
-    compiled (run-time trip counts, ``RegionDriver.shared``) is not counted."""
-    return sum(1 for e in f.explain().entries if e.mode == "graph" and not getattr(e.compiled, "shared", False))
+def loop_drivers_compiled(f: Any) -> int:
+    """Entries whose loop driver Numba compiled for them: a driver whose source another size compiled already
+    (run-time trip counts, ``RegionDriver.shared``) is not counted."""
+    return sum(1 for e in f.explain().entries
+               if e.mode == "graph" and getattr(e.compiled, "shared", None) is False)
+
+
+def kernels_started() -> int:
+    """Fused-kernel dispatchers whose first call compiled them or loaded them from Numba's disk cache, so far."""
+    return kernel_cache.STATS["compiled"] + kernel_cache.STATS["cache_hits"]
+
+
+def variant_ms(f: Any) -> float:
+    """Mean time (trace, passes, code generation) of the size variants: what each new size of a dynamic dimension
+    costs before its first run (0 without variants)."""
+    times = [sum(e.times.values()) for e in f.entries if e.variant]
+    return 1e3 * sum(times) / len(times) if times else 0.0
 
 
 def loops_table(scale: int) -> None:
-    print(f"{'loop':34} {'entries':>7} {'variants':>8} {'budget':>6} {'numba':>5} {'compile s':>9} {'eager s':>8} "
-          f"{'cold s':>8} {'warm s':>8}  agree  fallbacks")
+    print(f"{'loop':34} {'entries':>7} {'recomp':>6} {'variants':>8} {'budget':>6} {'numba':>5} {'var ms':>6} "
+          f"{'compile s':>9} {'eager s':>8} {'cold s':>8} {'warm s':>8}  agree  fallbacks")
     for loop in LOOPS:
         t0 = time.perf_counter()
         expected = loop.run(loop.step, scale)
         eager = time.perf_counter() - t0
         f = jitgraph.compile(loop.step)
+        kernels = kernels_started()
         t0 = time.perf_counter()
         got = loop.run(f, scale)
         cold = time.perf_counter() - t0
+        kernels = kernels_started() - kernels
         t0 = time.perf_counter()
         loop.run(f, scale)
         warm = time.perf_counter() - t0
         info = f.cache_info()
-        print(f"{loop.name:34} {info.entries:7d} {getattr(info, 'size_variants', 0):8d} {loop.budget:6d} "
-              f"{numba_compiles(f):5d} {cold - warm:9.2f} {eager:8.3f} {cold:8.2f} {warm:8.3f}  "
-              f"{'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
+        print(f"{loop.name:34} {info.entries:7d} {info.recompiles:6d} {info.size_variants:8d} {loop.budget:6d} "
+              f"{loop_drivers_compiled(f) + kernels:5d} {variant_ms(f):6.1f} {cold - warm:9.2f} {eager:8.3f} "
+              f"{cold:8.2f} {warm:8.3f}  {'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
 
 
 # ----------------------------------------------------------------------------- W1-W6, static vs dynamic shapes
