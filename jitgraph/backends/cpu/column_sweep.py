@@ -35,7 +35,7 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     w("ulo = np.uint64(lo)")
     for r in reds:
         init = E.reduction_init(r.op, accs[r])
-        w(f"col{emit.var[r]} = np.full(np.uint64(hi) - ulo, {init}, {E.np_name(accs[r])})")
+        _filled(w, f"col{emit.var[r]}", "np.uint64(hi) - ulo", init, accs[r])
     finals = [o for o in spec.outputs if o.value in spec.full]
     w("for i0 in range(n0):")
     w("    for i1 in range(ulo, np.uint64(hi)):")
@@ -59,6 +59,15 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
         if o.value not in spec.full:
             w(f"{emit.index(o, idx)} = {emit.var[o.value]}")
     w.depth -= 1
+
+
+def _filled(w: Any, name: str, size: str, init: str, dtype: Any) -> None:
+    """``name = np.full(size, init, dtype)``, spelled as an allocation and a loop: ``np.full`` is one more
+    implementation for Numba to compile in each process (about 0.06 s of the MLP step's cold compile), and
+    ``jg_empty`` (helpers.py) none."""
+    w(f"{name} = jg_empty({size}, {E.np_name(dtype)})")
+    w(f"for f_ in range({name}.shape[0]):")
+    w(f"    {name}[f_] = {init}")
 
 
 def _accumulate(emit: Any, w: Any, reds: list, accs: dict, prefix: str, rows: dict | None = None) -> None:
@@ -115,7 +124,7 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     w("ulo = np.uint64(lo)")
     w("uhi = np.uint64(hi)")
     for n in percol:
-        w(f"col{emit.var[n]} = np.empty(uhi - ulo, {E.np_name(n.type.dtype)})")
+        w(f"col{emit.var[n]} = jg_empty(uhi - ulo, {E.np_name(n.type.dtype)})")
     idx[0], idx[1] = "i0", "i1"
 
     def column_values(below: int) -> None:
@@ -151,7 +160,7 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
         accs = {r: E.accumulator_dtype(r) for r in reds}
         w(f"# level-{lvl} sweep over the rows: {', '.join(r.op for r in reds)} per column")
         for r in reds:
-            w(f"acc{emit.var[r]} = np.full(uhi - ulo, {E.reduction_init(r.op, accs[r])}, {E.np_name(accs[r])})")
+            _filled(w, f"acc{emit.var[r]}", "uhi - ulo", E.reduction_init(r.op, accs[r]), accs[r])
         if lvl == levels[-1] and finals:
             keep = emit.scratch_candidates(reds, [o.value for o in finals])
         # Operands computed with costly math (exp) go through a row buffer, summed in a second loop over the
@@ -162,9 +171,9 @@ def levels_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
                 for r in reds} if split else {}
         for r in reds:
             if split and r.inputs[0] not in keep:
-                w(f"buf{emit.var[r]} = np.empty(uhi - ulo, {E.np_name(r.inputs[0].type.dtype)})")
+                w(f"buf{emit.var[r]} = jg_empty(uhi - ulo, {E.np_name(r.inputs[0].type.dtype)})")
         for n in keep:
-            w(f"sc{emit.var[n]} = np.empty((n0, hi - lo), {E.np_name(n.type.dtype)})")
+            w(f"sc{emit.var[n]} = jg_empty((n0, hi - lo), {E.np_name(n.type.dtype)})")
         w("for i0 in range(n0):")
         w("    for i1 in range(ulo, uhi):")
         w.depth += 2

@@ -350,7 +350,7 @@ class _Emit:
                        prefetch: list[str]) -> None:
         """Float sums of operands as loaded: a vectorised helper sums each block of the row in place."""
         w(f"for jb in range(0, n{last}, {BLOCK}):")
-        w(f"    m = min({BLOCK}, n{last} - jb)")
+        w(f"    m = jg_imin({BLOCK}, n{last} - jb)")
         for line in prefetch:
             w(f"    {line}")
         for r in reds:
@@ -385,7 +385,7 @@ class _Emit:
                        keep: list[Node], prefetch: list[str]) -> None:
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
-        w(f"m = min({BLOCK}, n{last} - jb)")
+        w(f"m = jg_imin({BLOCK}, n{last} - jb)")
         for line in prefetch:
             w(line)
         if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
@@ -446,8 +446,8 @@ class _Emit:
             self._done.add(r)
 
     def scratch(self, w: _Writer, name: str, size: str, dtype: np.dtype) -> None:
-        """A scratch buffer, allocated once per call (each thread's call has its own)."""
-        self.prologue.append(f"{name} = np.empty({size}, {E.np_name(dtype)})")
+        """A scratch buffer, allocated once per call (each thread's call has its own; ``jg_empty``: helpers.py)."""
+        self.prologue.append(f"{name} = jg_empty({size}, {E.np_name(dtype)})")
 
     def scratch_candidates(self, reds: list[Node], finals: list[Node]) -> list[Node]:
         """Full values computed for ``reds`` that the final sweep needs and that contain transcendental math."""
