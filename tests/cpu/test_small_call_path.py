@@ -5,7 +5,7 @@ runner leave out, and that leaving it out changes no result.
 * a Python constant reaches a ufunc as the NumPy scalar NumPy itself converts it to, where that is exact;
 * the runner calls the driver directly and builds an array / tuple / list result inline, yet a stub or a demotion
   of the entry still takes effect at once;
-* the cost model counts a max/min along a kernel's innermost axis as the compare chain it is.
+* an in-place graph checks its arguments' overlap by memory owners (and not at all after the runner's check).
 
 Values are compared with eager NumPy (bit for bit where the same NumPy loops run); no timings."""
 
@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough
 from jitgraph.jit.breaks import BreakReason
 
 
@@ -156,26 +155,6 @@ def test_a_returned_scalar_goes_through_the_builder():
     compiled(x)
     got = compiled(x)
     assert type(got) is np.float64 and got == np.maximum(x, 1).sum()
-
-
-def _row_max(innermost: bool, rows: int = 1024, cols: int = 256) -> GroupWork:
-    n = rows * cols
-    return GroupWork(ops=(OpWork("absolute", n, False, n), OpWork("max", n, True, n, innermost)), scalar_ops=0,
-                     elements=n, arrays=2, itemsize=4, parallel_from=10**9)
-
-
-def test_compare_chain_along_the_innermost_axis_costs_the_kernel_more():
-    assert _row_max(True).kernel_us() > _row_max(False).kernel_us()
-    assert numpy_is_enough(_row_max(True)) is not None  # np.abs(x).max(axis=1): NumPy's SIMD calls win
-    assert numpy_is_enough(_row_max(False)) is None  # one accumulator per column: the kernel vectorises
-
-
-def test_row_max_runs_as_numpy_and_matches_eager():
-    x = np.random.default_rng(1).standard_normal((1024, 256)).astype(np.float32)
-    compiled = jitgraph.compile(lambda v: np.abs(v).max(axis=1))
-    compiled(x)
-    _same(compiled(x), np.abs(x).max(axis=1))
-    assert "as NumPy" in _driver(compiled)
 
 
 def step(p, g, m):

@@ -76,14 +76,6 @@ KERNEL_ARRAY_US = 0.1  # Numba typing one more array argument (operand or output
 # about as fast per element as the kernels' vectorised mathlib: what a kernel saves is the passes and the calls.
 NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM: 0.5}
 KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
-# A max/min reduction along the kernel's innermost axis is one chain of NaN-propagating compares per row, which
-# LLVM does not vectorise: ~1 ns per element in float32 and float64 alike (``np.abs(x).max(axis=1)`` over (1024,
-# 256): 277 us as a kernel in either dtype, against 220 us (float32) and 340 us (float64) as NumPy's SIMD calls).
-# Along an outer axis the kernel keeps one accumulator per column and vectorises over them (``x.min(axis=0)`` stays
-# cheap). Added per element to the op's own cost, not scaled by the item size; 0.6 sits where both of those
-# measured choices come out right.
-KERNEL_COMPARE_CHAIN_NS = 0.6
-COMPARE_REDUCTIONS = frozenset(("max", "min", "argmax", "argmin"))
 
 
 class OpWork(NamedTuple):
@@ -95,7 +87,6 @@ class OpWork(NamedTuple):
     elements: int
     reduces: bool
     kernel_elements: int
-    innermost: bool = False  # a reduction along the kernel's innermost (contiguous) axis: one chain per row
 
 
 @dataclass(frozen=True)
@@ -124,8 +115,6 @@ class GroupWork:
         """Estimated microseconds of one launch of the group's kernel (serial: below ``parallel_from``)."""
         scale = max(self.itemsize, 4) / 4
         work = sum(w.kernel_elements * KERNEL_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
-        work += sum(w.kernel_elements for w in self.ops if w.innermost and w.op in COMPARE_REDUCTIONS) * \
-            KERNEL_COMPARE_CHAIN_NS * 1e-3
         reductions = sum(w.reduces for w in self.ops)
         return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work
 
@@ -143,7 +132,7 @@ def numpy_is_enough(work: GroupWork, small_groups: bool = True) -> str | None:
     if work.elements >= work.parallel_from:
         return None
     if len(work.ops) == 1:
-        op, n = work.ops[0].op, work.ops[0].elements
+        op, n, _, _ = work.ops[0]
         return f"one {op} over {n} elements: NumPy's own loop does the same single pass, without a kernel " \
                "launch's overhead"
     numpy_us, kernel_us = work.numpy_us(), work.kernel_us()
