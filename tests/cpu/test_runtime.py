@@ -130,8 +130,8 @@ def test_driver_and_kernel_sources_are_readable_and_in_linecache():
     assert "def fused_max_subtract_exp_sum_0(" in kernel.source
     assert "# level-1 sweep: max" in kernel.source and "for i0 in range(np.uint64(lo), np.uint64(hi)):" in kernel.source
     # The max folds values into eight lanes; the sum adds whole blocks summed by a helper, so it has one.
-    assert "accv1_0 = accv1_1 = accv1_2 = accv1_3 = accv1_4 = accv1_5 = accv1_6 = accv1_7 = np.float32(-np.inf)" \
-        in kernel.source
+    # The row max folds into one accumulator, in a plain loop that LLVM vectorises (reduction_lanes.py).
+    assert "        accv1_0 = np.float32(-np.inf)\n" in kernel.source and "accv1_1" not in kernel.source
     assert "        accv4_0 = np.float64(0)\n" in kernel.source and "accv4_1" not in kernel.source
     fn = next(iter(kernel.launches.values())).kernel.py_func
     lines = linecache.getlines(fn.__code__.co_filename)
