@@ -5,7 +5,8 @@ runner leave out, and that leaving it out changes no result.
 * a Python constant reaches a ufunc as the NumPy scalar NumPy itself converts it to, where that is exact;
 * the runner calls the driver directly and builds an array / tuple / list result inline, yet a stub or a demotion
   of the entry still takes effect at once;
-* an in-place graph checks its arguments' overlap by memory owners (and not at all after the runner's check).
+* an in-place graph checks its arguments' overlap by memory owners (and not at all after the runner's check);
+* the cost model counts a row max over a computed value as the compare chain the kernel runs.
 
 Values are compared with eager NumPy (bit for bit where the same NumPy loops run); no timings."""
 
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 import jitgraph
+from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough
 from jitgraph.jit.breaks import BreakReason
 
 
@@ -195,3 +197,26 @@ def test_overlap_check_of_the_backend_itself():
     assert not graph._overlapping(list(_step_args("distinct")))
     assert not graph._overlapping(list(_step_args("disjoint views")))
     assert graph._overlapping(list(_step_args("overlapping views")))
+
+
+def _row_max(chained: bool, itemsize: int, rows: int = 1024, cols: int = 256) -> GroupWork:
+    n = rows * cols
+    return GroupWork(ops=(OpWork("absolute", n, False, n), OpWork("max", n, True, n, chained)), scalar_ops=0,
+                     elements=n, arrays=2, itemsize=itemsize, parallel_from=10**9)
+
+
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_compare_chain_costs_the_kernel_more(itemsize):
+    assert _row_max(True, itemsize).kernel_us() > _row_max(False, itemsize).kernel_us()
+    assert numpy_is_enough(_row_max(True, itemsize)) is not None  # np.abs(x).max(axis=1): NumPy's SIMD calls win
+    assert numpy_is_enough(_row_max(False, itemsize)) is None
+
+
+def test_row_max_of_a_computed_value_runs_as_numpy_and_a_direct_one_as_a_kernel():
+    x = np.random.default_rng(1).standard_normal((1024, 256)).astype(np.float32)
+    chained = jitgraph.compile(lambda v: np.abs(v).max(axis=1))
+    direct = jitgraph.compile(lambda v: v.max(axis=1) * 2)
+    _same(chained(x), np.abs(x).max(axis=1))
+    _same(direct(x), x.max(axis=1) * 2)
+    assert chained.entries[0].compiled.numpy_groups
+    assert not direct.entries[0].compiled.numpy_groups

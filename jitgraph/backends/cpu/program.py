@@ -300,7 +300,9 @@ def _group_work(node: Node, kernel: GroupKernel, writes_in_place: bool) -> Group
         return None
     arrays = [m for m in members if m.type.shape != () or OPS[m.op].kind is OpKind.REDUCTION]
     sweeps = _sweeps(node.regions[0], kernel)
-    work = GroupWork(ops=tuple(_op_work(m, sweeps.get(m, 1)) for m in arrays), scalar_ops=len(members) - len(arrays),
+    innermost = len(kernel.domain) - 1 in kernel.raxes
+    work = GroupWork(ops=tuple(_op_work(m, sweeps.get(m, 1), innermost) for m in arrays),
+                     scalar_ops=len(members) - len(arrays),
                      elements=math.prod(kernel.domain), arrays=len(kernel.uses) + len(kernel.kernel_outputs),
                      itemsize=max((m.type.dtype.itemsize for m in members), default=8),
                      parallel_from=kernel.threshold)
@@ -325,12 +327,13 @@ def _sweeps(body: Graph, kernel: GroupKernel) -> dict[Node, int]:
     return {m: max(len(n), 1) for m, n in needs.items() if m in kernel.full}
 
 
-def _op_work(member: Node, sweeps: int) -> OpWork:
+def _op_work(member: Node, sweeps: int, innermost: bool) -> OpWork:
     """The cost model's view of one array op of a group: what NumPy computes for it, and what the kernel does (a
-    full-shape value in each sweep that needs it, a smaller one once)."""
+    full-shape value in each sweep that needs it, a smaller one once). ``innermost``: the kernel reduces along its
+    innermost axis (a reduction there over a value computed in the group is a chain, ``OpWork.chained``)."""
     if OPS[member.op].kind is OpKind.REDUCTION:
         size = math.prod(member.inputs[0].type.shape)
-        return OpWork(member.op, size, True, size)
+        return OpWork(member.op, size, True, size, innermost and member.inputs[0].op != "input")
     size = math.prod(member.type.shape)
     return OpWork(member.op, size, False, size * sweeps)
 

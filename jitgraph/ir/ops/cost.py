@@ -76,6 +76,14 @@ KERNEL_ARRAY_US = 0.1  # Numba typing one more array argument (operand or output
 # about as fast per element as the kernels' vectorised mathlib: what a kernel saves is the passes and the calls.
 NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM: 0.5}
 KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
+# A float max/min along a kernel's innermost axis over a value computed in the same sweep folds the row's buffered
+# values through one accumulator, a chain of NaN-propagating compares that LLVM does not vectorise: ~1.1-1.9 ns per
+# element in float32 and float64 alike (``np.abs(x).max(axis=1)`` over (1024, 256): 300-520 us as a kernel against
+# 180-330 us as NumPy's SIMD calls). A max over the operand as loaded runs one vectorised loop (``x.max(axis=1) * 2``:
+# 3x eager) and costs nothing extra. Added per element, not scaled by the item size. Measured on the kernels of
+# reduction_lanes.py as of dece2ba/78ff3b6: re-measure when those change.
+KERNEL_COMPARE_CHAIN_NS = 1.0
+COMPARE_REDUCTIONS = frozenset(("max", "min", "argmax", "argmin"))
 
 
 class OpWork(NamedTuple):
@@ -87,6 +95,7 @@ class OpWork(NamedTuple):
     elements: int
     reduces: bool
     kernel_elements: int
+    chained: bool = False  # a reduction along the kernel's innermost axis over a value computed in the group
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,8 @@ class GroupWork:
         """Estimated microseconds of one launch of the group's kernel (serial: below ``parallel_from``)."""
         scale = max(self.itemsize, 4) / 4
         work = sum(w.kernel_elements * KERNEL_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
+        work += sum(w.kernel_elements for w in self.ops if w.chained and w.op in COMPARE_REDUCTIONS) * \
+            KERNEL_COMPARE_CHAIN_NS * 1e-3
         reductions = sum(w.reduces for w in self.ops)
         return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work
 
@@ -132,7 +143,7 @@ def numpy_is_enough(work: GroupWork, small_groups: bool = True) -> str | None:
     if work.elements >= work.parallel_from:
         return None
     if len(work.ops) == 1:
-        op, n, _, _ = work.ops[0]
+        op, n = work.ops[0].op, work.ops[0].elements
         return f"one {op} over {n} elements: NumPy's own loop does the same single pass, without a kernel " \
                "launch's overhead"
     numpy_us, kernel_us = work.numpy_us(), work.kernel_us()
