@@ -36,8 +36,10 @@ errors are raised where they would be. What a function "does not support" makes 
 
 ALSO = ("Also traced by the interpreter itself: `super()` (zero- and two-argument) in methods, `getattr` with a "
         "constant name, index tricks `np.c_`, `np.r_`, `np.mgrid`, `np.ogrid`, `np.s_`, and indices that are ranges, "
-        "lists or tuples; boolean-mask stores `x[mask] = v` (a `where`). Boolean-mask reads break: their size "
-        "depends on the data.")
+        "lists or tuples; boolean-mask stores `x[mask] = v` (a `where`). A boolean-mask read `x[mask]` "
+        "whose result is only reduced (`sum`, `mean`, `any`, `all`, `count_nonzero`, `len`/`.size`/`.shape`, after "
+        "elementwise ops by the same mask) stays in the graph, as does `len(np.unique(y))`; any other use of such a "
+        "result splits the function there (its size depends on the data).")
 
 
 def _numpy_names() -> dict[int, list[str]]:

@@ -367,7 +367,9 @@ def _m_sort(tx: TraceContext, a: TArray, axis: Any = -1, kind: Any = None, order
 for _name in ("unique", "nonzero", "flatnonzero", "argwhere", "extract", "compress", "trim_zeros", "bincount",
               "histogram2d", "histogramdd", "setdiff1d", "union1d", "intersect1d"):
     TABLE.functions[getattr(np, _name)] = always_breaks(
-        f"np.{_name}: the size of its result depends on the array data (not one graph)")
+        f"np.{_name}: the size of its result depends on the array data (the function splits there; "
+        "np.unique used only through len/size/shape is one graph)" if _name == "unique" else
+        f"np.{_name}: the size of its result depends on the array data (the function splits there)")
 
 
 # ---- what the entries above do not support (docs/supported.md) --------------------------------------------------
