@@ -299,8 +299,8 @@ class _Emit:
             init = E.reduction_init(r.op, accs[r])
             self._lanes[r] = 1 if r in summed else folded
             w(" = ".join(f"acc{v}_{lane}" for lane in range(self._lanes[r])) + f" = {init}")
-            if not direct and not all(self._block_sum(x) for x in reds):  # block sums need no buffer
-                self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))
+            if not direct and not all(self._block_sum(x) for x in reds) and not self._in_loop(r):
+                self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))  # block sums need none
         for n in keep:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
         depth = w.depth
@@ -318,6 +318,10 @@ class _Emit:
         self._finish(w, reds)
 
     _block_sum = staticmethod(block_sum)
+
+    def _in_loop(self, r: Node) -> bool:
+        """Whether ``r`` folds each value where it is computed, not from a buffer (reduction_lanes.py)."""
+        return not self._block_sum(r) and self._lanes.get(r) == 1
 
     def _buffer_dtype(self, r: Node, acc: np.dtype) -> np.dtype:
         """Block sums buffer values in their own dtype (the helper sums a block in it); other reductions in the
@@ -406,7 +410,9 @@ class _Emit:
         for r in reds:
             (src,) = r.inputs
             value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
-            w(f"buf{self.var[r]}[i{last} - jb] = {value}")
+            v = self.var[r]
+            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r])}" if self._in_loop(r) else
+              f"buf{v}[i{last} - jb] = {value}")
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1
@@ -414,12 +420,8 @@ class _Emit:
             v = self.var[r]
             if self._block_sum(r):
                 w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{self._block_sum(r)}(buf{v}[:m])', accs[r])}")
-        lanes = [r for r in reds if not self._block_sum(r)]
-        if lanes and all(self._lanes[r] == 1 for r in lanes):  # LLVM vectorises this loop itself
-            w("for k in range(m):")
-            for r in lanes:
-                w(f"    acc{self.var[r]}_0 = {_combine(r, f'acc{self.var[r]}_0', f'buf{self.var[r]}[k]', accs[r])}")
-        elif lanes:
+        lanes = [r for r in reds if not self._block_sum(r) and not self._in_loop(r)]
+        if lanes:
             # Scalar lane accumulators (registers) for the other reductions (max, min, prod, integer sums).
             w(f"for k in range(0, m - m % {LANES}, {LANES}):")
             for r in lanes:
