@@ -59,13 +59,16 @@ def _rows(n: int, dtype) -> np.ndarray:
     return base
 
 
-def _check(got, want, x, op: str) -> None:
+def _check(got, want, x, op: str, rule: bool = True) -> None:
+    """Values under == and isnan; signs as NumPy's except on rows holding both zeros, where (``rule``: the
+    one-accumulator llvm.maximum sweeps) max is +0.0 and min -0.0, or (eight select lanes) either zero."""
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
     np.testing.assert_array_equal(got[ok], want[ok])
     both = (np.signbit(x) & (x == 0)).any(axis=1) & (~np.signbit(x) & (x == 0)).any(axis=1) & (want == 0)
     signs = np.where(both, op == "min", np.signbit(want))  # mixed zeros: +0.0 for max, -0.0 for min
-    np.testing.assert_array_equal(np.signbit(got[ok]), signs[ok])
+    check = ok if rule else ok & ~both
+    np.testing.assert_array_equal(np.signbit(got[check]), signs[check])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -79,12 +82,12 @@ def test_row_max_min_equal_numpy(dtype):
         return (-x).max(axis=1), (-x).min(axis=1), x.sum(axis=1)
 
     @jitgraph.compile(cache_limit=len(LENGTHS))  # each length traces once: the guards check shapes
-    def with_lanes(x):  # a product in the same sweep: eight scalar lanes for all
+    def with_lanes(x):  # a product in the same sweep: eight scalar lanes (two selects) for all
         return x.max(axis=1), x.min(axis=1), x.prod(axis=1)
 
     for n in LENGTHS:
         x = _rows(n, dtype)
         for f in (direct, buffered, with_lanes) if n in SOME else (direct,):
             got, want = f(x), f.fn(x)
-            _check(got[0], want[0], x if f is not buffered else -x, "max")
-            _check(got[1], want[1], x if f is not buffered else -x, "min")
+            _check(got[0], want[0], x if f is not buffered else -x, "max", f is not with_lanes)
+            _check(got[1], want[1], x if f is not buffered else -x, "min", f is not with_lanes)

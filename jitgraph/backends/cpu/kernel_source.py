@@ -383,7 +383,7 @@ class _Emit:
             arg = self._operand_arg(r)
             v = self.var[r]
             value = E.cast(self.index(arg, idx), accs[r], src.type.dtype)
-            w(f"{pad}acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', value, accs[r])}")
+            w(f"{pad}acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', value, accs[r], self._lanes[r])}")
 
     def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
                        keep: list[Node], prefetch: list[str]) -> None:
@@ -411,7 +411,7 @@ class _Emit:
             (src,) = r.inputs
             value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
             v = self.var[r]
-            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r])}" if self._in_loop(r) else
+            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}" if self._in_loop(r) else
               f"buf{v}[i{last} - jb] = {value}")
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
@@ -428,11 +428,11 @@ class _Emit:
                 v = self.var[r]
                 for lane in range(LANES):
                     k = f"k + {lane}" if lane else "k"
-                    w(f"    acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', f'buf{v}[{k}]', accs[r])}")
+                    w(f"    acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', f'buf{v}[{k}]', accs[r], LANES)}")
             w(f"for k in range(m - m % {LANES}, m):")
             for r in lanes:
                 v = self.var[r]
-                w(f"    acc{v}_0 = {_combine(r, f'acc{v}_0', f'buf{v}[k]', accs[r])}")
+                w(f"    acc{v}_0 = {_combine(r, f'acc{v}_0', f'buf{v}[k]', accs[r], LANES)}")
         w.depth -= 1
 
     def _finish(self, w: _Writer, reds: list[Node]) -> None:
@@ -440,7 +440,7 @@ class _Emit:
             v = self.var[r]
             lanes = [f"acc{v}_{lane}" for lane in range(self._lanes[r])]
             while len(lanes) > 1:  # pairwise, like the lanes' own order
-                lanes = [f"({_combine(r, a, b, E.accumulator_dtype(r))})" for a, b in zip(lanes[::2], lanes[1::2])]
+                lanes = [f"({_combine(r, a, b, E.accumulator_dtype(r), LANES)})" for a, b in zip(lanes[::2], lanes[1::2])]
             total = lanes[0]
             if r.op == "mean":
                 total = E.mean_total(total, f"cnt{v}", r.type.dtype)

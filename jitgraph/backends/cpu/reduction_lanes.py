@@ -8,7 +8,8 @@ reduction is one gets one accumulator each and a plain loop over the row, which 
 wide and interleaves: the row max of a (64, 1024) float32 block took 39 us through eight scalar lanes of the
 earlier two-select step, 8.5 us this way (22 us with eight lanes of the intrinsic); the whole row-softmax
 kernel of W2 on 64 rows in cache, one thread: 67-68 -> 50 us (best of 21), medians 1.5x faster. Any other reduction in the same
-sweep (a float product, an argmax) keeps ``LANES`` scalar accumulators, which the max/min then share.
+sweep (a float product, an argmax) keeps ``LANES`` scalar accumulators, which the max/min then share
+(through two selects: scalar ``llvm.maximum`` is a longer sequence).
 
 A one-accumulator max/min of a value the sweep computes (``np.abs(x).max(axis=1)``) folds it in the loop that
 computes it, not from the block's buffer: LLVM left a separate loop over the buffer scalar (rows of 256
@@ -38,12 +39,13 @@ def lane_count(folded: list[Node]) -> int:
     return 1 if all(vector_reduction(r) for r in folded) else LANES
 
 
-def combine(r: Node, acc: str, value: str, dtype: np.dtype) -> str:
-    """A lane accumulator of the row template combined with ``value``: float max/min through
-    ``jg_max_step``/``jg_min_step`` (``llvm.maximum``/``llvm.minimum``: why their signed zeros may differ from
-    NumPy's is in :mod:`helpers`); everything else as the emitters spell it."""
+def combine(r: Node, acc: str, value: str, dtype: np.dtype, lanes: int) -> str:
+    """An accumulator of the row template combined with ``value``: float max/min through ``jg_max_step`` /
+    ``jg_min_step`` (``llvm.maximum``/``llvm.minimum``, which LLVM vectorises: why their signed zeros may differ from
+    NumPy's is in :mod:`helpers`) where ``r`` keeps one accumulator, else through ``jg_max_lane``/``jg_min_lane``
+    (two selects, cheaper as scalars); everything else as the emitters spell it."""
     if r.op in ("max", "min") and dtype.kind == "f":
-        return f"jg_{r.op}_step({acc}, {value})"
+        return f"jg_{r.op}_{'step' if lanes == 1 else 'lane'}({acc}, {value})"
     return E.reduction_combine(r.op, acc, value)
 
 
