@@ -9,8 +9,8 @@ effect's *final* value into an output spec (``outputs.build_output``): computed 
 arguments and arrays read from outside are rebuilt as those very objects (identity kept), constants as
 themselves. The driver then applies them after the graph, in the order the objects were first written, through
 :func:`replayer`. Program order within one object is not observable for plain objects (no ``__setattr__``, no
-property or slot), which is exactly what :func:`refuse_attr_store` lets through; everything else breaks with a
-reason and the call runs eagerly.
+property; a ``__slots__`` member is stored by C code alone), which is exactly what :func:`refuse_attr_store` lets
+through; everything else breaks with a reason and the call runs eagerly.
 
 Nothing is applied before the whole graph has run: a graph that raises leaves the objects untouched, and the eager
 rerun performs each effect once, in NumPy's order.
@@ -289,8 +289,8 @@ _OBJECT_SETATTR = object.__setattr__
 
 def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
     """Break, with the reason, on an attribute store the replay could not reproduce exactly: a class with its own
-    ``__setattr__``, a property or other data descriptor (``__slots__`` members are), an object without a
-    ``__dict__``, or something that is not a plain object (a module, a class, an array)."""
+    ``__setattr__``, a property or other data descriptor (not a ``__slots__`` member: :func:`_is_slot_of`), an
+    object without a ``__dict__``, or something that is not a plain object (a module, a class, an array)."""
     if isinstance(obj, TArray):
         tx.graph_break(f"assignment to attribute '{name}' of an array")
     if isinstance(obj, types.ModuleType | type | types.FunctionType | np.ndarray | np.generic):
@@ -303,6 +303,8 @@ def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
     for klass in cls.__mro__:
         raw = klass.__dict__.get(name)
         if raw is not None:
+            if _is_slot_of(klass, name, raw):
+                return  # a __slots__ member: C code writes the slot and nothing else, like a __dict__ entry
             if hasattr(type(raw), "__set__"):
                 what = "a property" if isinstance(raw, property) else f"a data descriptor ({type(raw).__name__}, " \
                     "as __slots__ makes)"
@@ -312,6 +314,16 @@ def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
     if not isinstance(getattr(obj, "__dict__", None), dict):
         tx.graph_break(f"a {cls.__qualname__} object has no __dict__ (__slots__): assignment to '{name}' is not "
                        "replayed")
+
+
+def _is_slot_of(klass: type, name: str, raw: Any) -> bool:
+    """Is ``raw`` the member descriptor that ``klass.__slots__`` made for ``name``? Assigning through it runs no
+    user code and changes only that slot, so program order is as unobservable as for a ``__dict__`` entry and the
+    store is replayed after the graph like one (reads later in the trace see the recorded value, as
+    ``calls._instance_attr`` checks the recorded stores first). Read-only members of C types are not slots."""
+    slots = klass.__dict__.get("__slots__", ())
+    slots = (slots,) if isinstance(slots, str) else tuple(slots)
+    return type(raw) is types.MemberDescriptorType and name in slots
 
 
 def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[Any],

@@ -628,7 +628,7 @@ CASES = [
     Case("global_counter", global_counter, lambda: (np.arange(4.0),)),
     Case("returns_stored", returns_stored, lambda: (Box(), np.arange(4.0))),
     Case("store_then_read_new_dict", store_then_read_new_dict, lambda: (Box(), np.arange(4.0))),
-    Case("store_attr[slots]", store_attr, lambda: (Slotted(), np.arange(3.0)), kind="refused"),
+    Case("store_attr[slots]", store_attr, lambda: (Slotted(), np.arange(3.0))),  # a slot store replays (issue 19)
     Case("store_attr[__setattr__]", store_attr, lambda: (WithSetattr(), np.arange(3.0)), kind="refused"),
     Case("store_attr[property]", store_property, lambda: (WithProperty(), np.arange(3.0)), kind="refused"),
     Case("with_print", with_print, lambda: (_X(), arr(4, 2, seed=1)), kind="split"),
