@@ -203,7 +203,7 @@ def train_model(step_fn, params, x, y, epochs: int, batch: int, lr: float) -> li
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     n, dim, hidden, classes, batch, epochs = (512, 32, 64, 10, 64, 2) if args.small else \
-        (16384, 256, 512, 10, 128, 5)
+        (49152, 256, 512, 10, 128, 5)
     x, y = make_blobs(n, dim, classes)
     compiled_step = jitgraph.compile(model_step, backend=args.backend)
     first = FirstCall(compiled_step)
