@@ -280,8 +280,8 @@ class _Emit:
 
         Per block of the innermost reduced axis, the reductions' operands are computed into small buffers (an
         elementwise loop, which LLVM vectorises, math library included), then folded into accumulators
-        (:mod:`reduction_lanes`; float32 sums accumulate in float64). ``keep``: full values the final sweep would recompute
-        at some cost; they are stored into row scratch buffers here and loaded there instead. ``rows``: arrays whose
+        (:mod:`reduction_lanes`; float32 sums accumulate in float64). ``keep``: full values the final sweep would
+        recompute at some cost; they are stored into row scratch buffers here and loaded there instead. ``rows``: arrays whose
         next row the block loops prefetch (row_prefetch.py).
         """
         spec = self.spec
@@ -289,17 +289,17 @@ class _Emit:
         accs = {r: E.accumulator_dtype(r) for r in reds}
         *outer_r, last = spec.inner
         direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
-        blocks = direct and all(self._block_sum(r) and self._walks(r, last) for r in reds)
+        blocks = direct and all(block_sum(r) and self._walks(r, last) for r in reds)
         # A sum whose blocks a vectorised helper adds needs one accumulator; the reductions folded value by value
         # need one each or LANES (reduction_lanes.py).
-        summed = {r for r in reds if self._block_sum(r) and (blocks or not direct)}
+        summed = {r for r in reds if block_sum(r) and (blocks or not direct)}
         folded = lane_count([r for r in reds if r not in summed])
         for r in reds:
             v = self.var[r]
             init = E.reduction_init(r.op, accs[r])
             self._lanes[r] = 1 if r in summed else folded
             w(" = ".join(f"acc{v}_{lane}" for lane in range(self._lanes[r])) + f" = {init}")
-            if not direct and not all(self._block_sum(x) for x in reds) and not self._in_loop(r):
+            if not direct and not all(block_sum(x) for x in reds) and not self._in_loop(r):
                 self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))  # block sums need none
         for n in keep:
             self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
@@ -317,16 +317,14 @@ class _Emit:
         w.depth = depth
         self._finish(w, reds)
 
-    _block_sum = staticmethod(block_sum)
-
     def _in_loop(self, r: Node) -> bool:
         """Whether ``r`` folds each value where it is computed, not from a buffer (reduction_lanes.py)."""
-        return not self._block_sum(r) and self._lanes.get(r) == 1
+        return not block_sum(r) and self._lanes.get(r) == 1
 
     def _buffer_dtype(self, r: Node, acc: np.dtype) -> np.dtype:
         """Block sums buffer values in their own dtype (the helper sums a block in it); other reductions in the
         accumulator's."""
-        return r.inputs[0].type.dtype if self._block_sum(r) else acc
+        return r.inputs[0].type.dtype if block_sum(r) else acc
 
     def _operand_arg(self, r: Node) -> ArrayArg:
         """The kernel argument a reduction reads its operand from."""
@@ -359,7 +357,7 @@ class _Emit:
             w(f"    {line}")
         for r in reds:
             v = self.var[r]
-            block = f"{self._block_sum(r)}({self._slice_of(r, idx, last)})"
+            block = f"{block_sum(r)}({self._slice_of(r, idx, last)})"
             w(f"    acc{v}_0 = acc{v}_0 + {E.cast(block, accs[r])}")
 
     def _direct_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
@@ -392,7 +390,7 @@ class _Emit:
         w(f"m = jg_imin({BLOCK}, n{last} - jb)")
         for line in prefetch:
             w(line)
-        if all(self._block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
+        if all(block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
             name = f"{self.spec.name}_sweep{len(self.helpers)}"
             lines, call = sweep_helpers.helper(self, _Writer(), name, reds, idx, last, keep)
             self.helpers.append(lines)
@@ -418,9 +416,9 @@ class _Emit:
         w.depth -= 1
         for r in reds:
             v = self.var[r]
-            if self._block_sum(r):
-                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{self._block_sum(r)}(buf{v}[:m])', accs[r])}")
-        lanes = [r for r in reds if not self._block_sum(r) and not self._in_loop(r)]
+            if block_sum(r):
+                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{block_sum(r)}(buf{v}[:m])', accs[r])}")
+        lanes = [r for r in reds if not block_sum(r) and not self._in_loop(r)]
         if lanes:
             # Scalar lane accumulators (registers) for the other reductions (max, min, prod, integer sums).
             w(f"for k in range(0, m - m % {LANES}, {LANES}):")
@@ -440,7 +438,8 @@ class _Emit:
             v = self.var[r]
             lanes = [f"acc{v}_{lane}" for lane in range(self._lanes[r])]
             while len(lanes) > 1:  # pairwise, like the lanes' own order
-                lanes = [f"({_combine(r, a, b, E.accumulator_dtype(r), LANES)})" for a, b in zip(lanes[::2], lanes[1::2])]
+                acc = E.accumulator_dtype(r)
+                lanes = [f"({_combine(r, a, b, acc, LANES)})" for a, b in zip(lanes[::2], lanes[1::2])]
             total = lanes[0]
             if r.op == "mean":
                 total = E.mean_total(total, f"cnt{v}", r.type.dtype)

@@ -7,8 +7,8 @@ emitted through those intrinsics (``jg_max_step``/``jg_min_step``, :mod:`helpers
 reduction is one gets one accumulator each and a plain loop over the row, which LLVM vectorises 16 float32 lanes
 wide and interleaves: the row max of a (64, 1024) float32 block took 39 us through eight scalar lanes of the
 earlier two-select step, 8.5 us this way (22 us with eight lanes of the intrinsic); the whole row-softmax
-kernel of W2 on 64 rows in cache, one thread: 67-68 -> 50 us (best of 21), medians 1.5x faster. Any other reduction in the same
-sweep (a float product, an argmax) keeps ``LANES`` scalar accumulators, which the max/min then share
+kernel of W2 on 64 rows in cache, one thread: 67-68 -> 50 us (best of 21), medians 1.5x faster. Any other
+reduction in the same sweep (a float product, an argmax) keeps ``LANES`` scalar accumulators, which the max/min then share
 (through two selects: scalar ``llvm.maximum`` is a longer sequence).
 
 A one-accumulator max/min of a value the sweep computes (``np.abs(x).max(axis=1)``) folds it in the loop that
