@@ -4,8 +4,6 @@ dtypes, shapes and errors. eig/eigvals (real or complex by the data) and lstsq b
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 import jitgraph
 from tests.tracer.helpers import assert_same
+from tests.tracer.helpers import outcome_type as outcome
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -21,15 +20,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def _spd(n: int, seed: int = 0, dtype=np.float64) -> np.ndarray:
     a = np.random.default_rng(seed).standard_normal((n, n))
     return (a @ a.T + n * np.eye(n)).astype(dtype)
-
-
-def outcome(fn, *args):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - the exception is the expected outcome
-        return None, type(exc)
 
 
 def one_graph(fn, *calls, backend="eager", graphs=1):

@@ -5,8 +5,6 @@ reason. eig/eigvals and qr(mode='raw') still break with the reason."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 import jitgraph
 from tests.tracer.helpers import assert_same
+from tests.tracer.helpers import outcome_type as outcome
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -24,15 +23,6 @@ SQUARE = RNG.standard_normal((4, 4))
 STACK = RNG.standard_normal((2, 4, 3))
 SQUARES = RNG.standard_normal((3, 4, 4))
 INTS = (np.arange(9).reshape(3, 3) % 4 + np.eye(3, dtype=np.int64)).astype(np.int64)
-
-
-def outcome(fn, *args):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - the exception is the expected outcome
-        return None, type(exc)
 
 
 def same(fn, *calls, backend="eager", compiled=True, rtol=1e-5, atol=1e-8):

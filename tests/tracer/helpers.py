@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -72,3 +73,14 @@ def run_both(fn: Any, *args: Any, backend: str = "eager", graphs: int | None = 1
     assert_same(eager_args, comp_args, path="args after the second call")
     assert compiled.cache_info().hits >= 1
     return compiled
+
+
+def outcome_type(fn: Any, *args: Any) -> tuple[Any, type[BaseException] | None]:
+    """``(result, None)``, or ``(None, exception type)`` when the call raises; warnings silenced (the eager NumPy
+    side warns where compiled code does not)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 - the exception is the expected outcome
+        return None, type(exc)
