@@ -52,7 +52,7 @@ def viterbi_like(trans, score, steps):
 def test_viterbi_recursion_compiles_and_sweeps_columns() -> None:
     rng = np.random.default_rng(0)
     driver = _check(viterbi_like, rng.standard_normal((6, 6)), rng.standard_normal(6), 7)
-    assert "r" in driver.source and "jg_max_acc(r" in driver.source  # one accumulator per column
+    assert "r" in driver.source and "jg_max_step(r" in driver.source  # one accumulator per column
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])

@@ -19,8 +19,7 @@ here exactly like the top level's: a Newton ``while`` body is one sweep.
 from __future__ import annotations
 
 from jitgraph.backends import emitter_table as shared
-from jitgraph.backends.cpu import emitters as cpu_emitters
-from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, wrap
+from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, reduction_step, wrap
 from jitgraph.backends.cpu.scalar.regions import bind
 from jitgraph.backends.cpu.scalar.scope import Scope, is_array
 from jitgraph.ir.fusion_groups import GroupInfo, group_info, is_scalar_closure
@@ -218,7 +217,7 @@ class _Sweeps:
                 if n.op not in ("any", "all"):  # those combine truth values of the reduced dtype
                     value = cast_text(value, x.tensor_type.dtype, acc)
                 em.write(inner, f"{accumulators[n]} = "
-                                f"{cpu_emitters.reduction_combine(n.op, accumulators[n], value)}")
+                                f"{reduction_step(n.op, accumulators[n], value, acc)}")
                 continue
             text = self.value(n, texts)
             if uses[n] > 1:

@@ -12,8 +12,7 @@ so a loop nest computes exactly what the fused kernels of the CPU backend comput
 from __future__ import annotations
 
 from jitgraph.backends import emitter_table as shared
-from jitgraph.backends.cpu import emitters as cpu_emitters
-from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, wrap
+from jitgraph.backends.cpu.scalar.core import Emitter, cast_text, dtype_ctor, reduction_step, wrap
 from jitgraph.backends.cpu.scalar.scope import is_array
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.graph import Node
@@ -71,7 +70,7 @@ def emit_reduce(em: Emitter, node: Node, indent: int) -> None:
     loop_vars, inner = _loops(em, x.tensor_type.shape, indent)
     leaf = scalar_tree(em, x, loop_vars) if x in em.scope.inline else f"{em.var[x]}[{', '.join(loop_vars)}]"
     value = leaf if node.op in ("any", "all") else cast_text(leaf, x.tensor_type.dtype, acc)  # truth values
-    em.write(inner, f"{name} = {cpu_emitters.reduction_combine(node.op, name, value)}")
+    em.write(inner, f"{name} = {reduction_step(node.op, name, value, acc)}")
     em.write(indent, f"{name} = {dtype_ctor(out)}({name})")
     em.var[node] = name
 
