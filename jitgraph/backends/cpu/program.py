@@ -28,6 +28,7 @@ import numpy as np
 
 from jitgraph import config
 from jitgraph.backends.base import KernelSource, require_lowered
+from jitgraph.backends.cpu import blas_program
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
@@ -47,6 +48,8 @@ try:  # NumPy's error state is a context variable: setting it directly costs 0.1
     _IGNORE = _make_extobj(all="ignore")
 except ImportError:  # another NumPy layout: the public context manager
     _ERRSTATE = _IGNORE = None
+_BLAS_PROGRAM_NOTE = ("whole graph: one Numba function calling BLAS gemv directly, with one loop per fused epilogue "
+                      "(blas_program.py; its source is the driver source)")
 _DRIVER_TITLE = "driver (calls the kernels, BLAS and NumPy in order)"
 
 
@@ -103,6 +106,12 @@ class CpuCompiled:
             del self.kernels[n]
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
+        # Small matrix-vector graphs: one Numba call into BLAS instead of the driver (blas_program.py).
+        self.blas_program = blas_program.build(graph) if not self.inplace else None
+        if self.blas_program is not None:
+            self.kernels = {}
+            self.driver_source = self.blas_program.source
+            self._fast = self.blas_program.driver
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
         self._array_args = [k for k, n in enumerate(graph.inputs) if isinstance(n.type, TensorType) and
                             not n.type.weak and n.type.shape != ()]
@@ -135,6 +144,8 @@ class CpuCompiled:
     def explain(self) -> str:
         """Kernels with their cut reasons, nodes left to NumPy and why, in-place writes, memory plan."""
         names = node_names(self.graph)
+        if self.blas_program is not None:
+            return _BLAS_PROGRAM_NOTE + "\n" + self.memory.format()
         lines = []
         for node, kernel in self.kernels.items():
             info = kernel.info

@@ -1,0 +1,136 @@
+"""Graphs of matrix-vector products with linear epilogues run as one Numba function calling BLAS gemv directly
+(backends/cpu/blas_program.py).
+
+Each case compares with eager NumPy bit for bit (the same gemv, the same elementwise ops in the same dtype) and
+checks whether the program ran, so a silent fallback or a wrong take-over fails here.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgraph
+from jitgraph.backends.cpu import blas_program
+
+pytestmark = pytest.mark.skipif(blas_program._gemv(np.dtype(np.float64)) is None,
+                                reason="NumPy's BLAS has no scipy_openblas64_ gemv")
+
+
+def atax(A, x):
+    return A.T @ (A @ x)
+
+
+def gesummv(A, B, x):
+    return 1.5 * (A @ x) + 1.2 * (B @ x)
+
+
+def mvt(A, x1, y1):
+    return x1 + A @ y1, x1 - A.T @ y1
+
+
+def vecmat_bias(v, A, b):
+    return np.dot(v, A) + b
+
+
+def linreg_grad(X, y, w):
+    return X.T @ (X @ w - y) / X.shape[0]
+
+
+def _program(compiled):
+    (entry,) = compiled.entries
+    return getattr(entry.compiled, "blas_program", None)
+
+
+def _check(fn, *args, expect_program=True, exact=True):
+    """Compiled against eager; ``exact=False`` where NumPy itself does not use BLAS (an operand no axis of which is
+    unit-stride: NumPy's own loop sums in another order, the program copies it for BLAS)."""
+    want = fn(*args)
+    compiled = jitgraph.compile(fn)
+    got = compiled(*args)
+    got = compiled(*args)  # the warm path (the generated runner)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert type(g) is np.ndarray and g.dtype == w.dtype and g.shape == w.shape
+        if exact:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    assert (_program(compiled) is not None) == expect_program
+    return compiled
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_and_epilogues_match_numpy_bit_for_bit(dtype):
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((7, 5)).astype(dtype)
+    B = rng.standard_normal((7, 5)).astype(dtype)
+    x, y7 = rng.standard_normal(5).astype(dtype), rng.standard_normal(7).astype(dtype)
+    _check(atax, A, x)
+    _check(gesummv, A, B, x)
+    _check(mvt, A[:, :5][:5], x, x.copy())
+    _check(vecmat_bias, y7, A, x)
+    _check(linreg_grad, A, y7, x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda A: np.asfortranarray(A),  # a transposed-layout argument
+    lambda A: np.concatenate([A, A], axis=1)[:, :5],  # rows further apart than their length (lda > n)
+])
+def test_layouts(make):
+    rng = np.random.default_rng(1)
+    A = make(rng.standard_normal((7, 5)))
+    _check(atax, A, rng.standard_normal(5))
+
+
+def test_strided_and_reversed_operands():
+    rng = np.random.default_rng(2)
+    big = rng.standard_normal((14, 15))
+    A = big[::2, ::3]  # neither axis unit-stride: copied for BLAS
+    x = rng.standard_normal(10)[::2]
+    _check(atax, A, x, exact=False)
+    _check(atax, big[:7, :5], x[::-1], exact=False)  # a row-strided matrix, a reversed vector
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (1, 1), (0, 0)])
+def test_empty_and_one_element(shape):
+    A = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) + 1
+    _check(atax, A, np.ones(shape[1]))
+
+
+def test_nep50_constants_keep_float32():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 4)).astype(np.float32)
+    compiled = _check(linreg_grad, X, rng.standard_normal(9).astype(np.float32),
+                      rng.standard_normal(4).astype(np.float32))
+    assert "Df" in _program(compiled).source
+
+
+def test_inf_and_nan_give_numpy_values_without_warnings():
+    A = np.array([[np.inf, 1.0], [0.0, np.nan]])
+    x = np.array([0.0, 1.0])
+    with np.errstate(all="ignore"):
+        want = atax(A, x)
+    compiled = jitgraph.compile(atax)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = compiled(A, x)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_other_graphs_keep_the_driver():
+    def mutates(A, x, y):
+        y += A @ x
+        return y
+
+    rng = np.random.default_rng(4)
+    A, x = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    y_eager, y_jit = np.zeros(4), np.zeros(4)
+    compiled = jitgraph.compile(mutates)
+    np.testing.assert_allclose(compiled(A, x, y_jit), mutates(A, x, y_eager))
+    np.testing.assert_allclose(y_jit, y_eager)
+    assert _program(compiled) is None
+    _check(lambda A, x: np.exp(A @ x), A, x, expect_program=False)  # exp: not a linear epilogue
+    _check(lambda A, B: A @ B, A, A.T.copy(), expect_program=False)  # matrix-matrix: NumPy's path
+    _check(lambda A, x: A.astype(np.float32) @ x, A, x, expect_program=False)  # mixed dtypes
