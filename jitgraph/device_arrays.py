@@ -8,7 +8,8 @@ and ``config``, so that the tracer imports no backend.
 
 from __future__ import annotations
 
-from typing import Any
+import weakref
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,59 @@ def is_device_array(value: Any) -> bool:
     return hasattr(value, "__cuda_array_interface__") or getattr(value, "__cuda_ndarray__", False) is True
 
 
+class _Facts(NamedTuple):
+    facts: tuple[tuple[int, ...], np.dtype, tuple[int, ...]]
+    span: tuple[int, int] | None
+    address: int
+
+
+# Facts of Numba device arrays, by object: a call on device arguments asks for them several times (key, guards,
+# aliasing, replay key), and each ``__cuda_array_interface__`` read costs about a microsecond. Only Numba's arrays
+# are remembered: their shape, strides and address are fixed for the object's life, while a CuPy array's ``.shape``
+# can be assigned and a torch tensor resized in place. An entry is valid while its weak reference still reaches the
+# same object (an id can be reused after the object dies).
+_MEMO: dict[int, tuple[Any, _Facts]] = {}
+_MEMO_MAX = 1024
+_FIXED: dict[type, bool] = {}
+
+
+def _fixed(value: Any) -> bool:
+    kind = type(value)
+    known = _FIXED.get(kind)
+    if known is None:
+        known = _FIXED[kind] = getattr(kind, "__module__", "").startswith("numba.") and hasattr(
+            value, "__cuda_array_interface__")
+    return known
+
+
+def _read(value: Any) -> _Facts:
+    iface = value.__cuda_array_interface__
+    shape, dtype = tuple(iface["shape"]), np.dtype(iface["typestr"])
+    strides = tuple(iface.get("strides") or c_strides(shape, dtype.itemsize))
+    start = int(iface["data"][0])
+    if any(n == 0 for n in shape):
+        span = (start, start)
+    else:
+        lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
+        hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + dtype.itemsize
+        span = (start + lo, start + hi)
+    return _Facts((shape, dtype, strides), span, start)
+
+
+def _facts(value: Any) -> _Facts | None:
+    """The facts of an array with ``__cuda_array_interface__`` (remembered for Numba's), else None."""
+    if not _fixed(value):
+        return _read(value) if hasattr(value, "__cuda_array_interface__") else None
+    hit = _MEMO.get(id(value))
+    if hit is not None and hit[0]() is value:
+        return hit[1]
+    found = _read(value)
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[id(value)] = (weakref.ref(value), found)
+    return found
+
+
 def device_array_facts(value: Any) -> tuple[tuple[int, ...], np.dtype, tuple[int, ...]] | None:
     """(shape, dtype, byte strides) of a device array, what the tracer keys and guards on (None if not one).
 
@@ -29,20 +83,18 @@ def device_array_facts(value: Any) -> tuple[tuple[int, ...], np.dtype, tuple[int
     the array's own attributes (the simulator's arrays). The key must also say "device", so that host and device
     arguments of the same shape compile separately.
     """
+    found = _facts(value)
+    if found is not None:
+        return found.facts
     if not is_device_array(value):
         return None
-    iface = getattr(value, "__cuda_array_interface__", None)
-    if iface is None:
-        return tuple(value.shape), np.dtype(value.dtype), tuple(value.strides)
-    shape, dtype = tuple(iface["shape"]), np.dtype(iface["typestr"])
-    strides = iface.get("strides")
-    if strides is None:
-        acc, out = dtype.itemsize, []
-        for n in reversed(shape):
-            out.append(acc)
-            acc *= n
-        strides = tuple(reversed(out))
-    return shape, dtype, tuple(strides)
+    return tuple(value.shape), np.dtype(value.dtype), tuple(value.strides)
+
+
+def device_address(value: Any) -> int | None:
+    """The device address of a device array's first element (None without ``__cuda_array_interface__``)."""
+    found = _facts(value)
+    return None if found is None else found.address
 
 
 def device_type_of(value: Any) -> TensorType:
@@ -59,19 +111,8 @@ def device_type_of(value: Any) -> TensorType:
 def byte_range(value: Any) -> tuple[int, int] | None:
     """(lowest, highest + 1) byte address a device array spans (None for a host array): what overlap checks
     compare, since device arrays have no ``.base`` chain to follow."""
-    try:
-        iface = value.__cuda_array_interface__
-    except AttributeError:
-        return None
-    start = iface["data"][0]
-    itemsize = np.dtype(iface["typestr"]).itemsize
-    shape = iface["shape"]
-    strides = iface.get("strides") or c_strides(shape, itemsize)
-    if any(s == 0 for s in shape):
-        return (start, start)
-    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
-    return (start + lo, start + hi)
+    found = _facts(value)
+    return None if found is None else found.span
 
 
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

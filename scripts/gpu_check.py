@@ -104,6 +104,9 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         ca = [x.copy() for x in inputs]
         cpu_fn(*ca)
         row["cpu"] = median(lambda: cpu_fn(*ca), repeat, budget)
+    from jitgraph.backends.cuda import cublas
+
+    known = set(getattr(cublas.provider()[0], "plans", None) or ())  # GEMM plans made before this workload
     gpu_fn = jitgraph.compile(fn, backend="cuda")
     ha = [x.copy() for x in inputs]
     t = time.perf_counter()
@@ -134,7 +137,11 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
 
     device_call()
     row["gpu"] = median(device_call, repeat, budget)
-    row["host_us"] = host_overhead(entry.compiled, dev_leaves, repeat, budget)
+    row["host_us"] = host_overhead(lambda: entry.compiled(dev_leaves), repeat)
+    dev_args = [runtime.to_device(x.copy()) for x in inputs]
+    gpu_fn(*dev_args)  # the entry for device arguments (traced once), then its replay recording
+    gpu_fn(*dev_args)
+    row["call_us"] = host_overhead(lambda: gpu_fn(*dev_args), repeat)
     replay = getattr(entry.compiled, "replay", None)
     if replay is not None:
         row["replay"] = replay.describe()
@@ -150,7 +157,7 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
         row["kernels"] = per_kernel
         runtime.KERNEL_EVENTS = None
         try:
-            row["gemm"] = gemm_versus_cublas(entry.compiled, per_kernel)
+            row["gemm"] = gemm_versus_cublas(entry.compiled, per_kernel, known)
         except Exception as exc:  # noqa: BLE001 - the reference failing must not lose the row
             row["gemm"] = f"cuBLAS reference failed ({type(exc).__name__}: {str(exc)[:200]})"
         finally:
@@ -164,54 +171,71 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
     return row
 
 
-def host_overhead(compiled: Any, dev_leaves: list[Any], repeat: int, budget: float) -> float:
-    """Microseconds of host time per call on device arguments: the call returns once its work is queued, so
-    the median over back-to-back calls (no synchronisation inside) is what Python costs per call."""
+def host_overhead(call: Callable[[], Any], repeat: int) -> float:
+    """Microseconds of host time per call on device arguments: each call starts with the GPU idle (synchronised
+    before, outside the timing) and returns once its work is queued, so what is timed is Python and the driver
+    calls alone, not the GPU's queue filling up."""
     from jitgraph.backends.cuda import runtime
 
+    times = []
+    for _ in range(max(repeat, 20)):
+        runtime.synchronize()
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
     runtime.synchronize()
-    seconds = median(lambda: compiled(dev_leaves), repeat, budget)
-    runtime.synchronize()
-    return seconds * 1e6
+    return float(np.median(times)) * 1e6
 
 
-def gemm_versus_cublas(compiled: Any, per_kernel: dict[str, float]) -> tuple[float, float] | str:
-    """(ms of this graph's GEMM launches, ms of cuBLAS alone on the same products) from CUDA events, or why not.
+def gemm_versus_cublas(compiled: Any, per_kernel: dict[str, float],
+                       known: set[tuple]) -> tuple[float, float, float | None] | str:
+    """(ms of this graph's GEMM launches, ms of cuBLAS alone on the same products, ms of the same planned calls
+    alone) from CUDA events, or why not.
 
     Ours: the events of the cuBLAS calls, or of the hand-written matmul kernels where cuBLAS is not in use (their
-    fused epilogue included). cuBLAS alone: ``nvmath.linalg.advanced.Matmul`` planned once on random operands of the
-    same shapes, dtypes and layouts, timed apart with the same spin-kernel events."""
-    from jitgraph.backends.cuda import runtime
+    fused epilogue included). cuBLAS alone: ``nvmath.linalg.advanced.Matmul`` planned once on random C-ordered
+    operands of the same shapes and dtypes, no epilogue, timed apart with the same spin-kernel events. The same calls
+    alone: the provider's own planned ``Matmul`` objects (transposes, alpha, bias and ``beta = 1`` as this graph
+    calls them) executed back to back, so the difference from ours is what our path adds on the GPU."""
+    from jitgraph.backends.cuda import cublas, runtime
 
     heads = [(name, plan) for name, plan in ((p.name, p) for p in compiled.plans.values()) if plan.head is not None]
     if not heads:
         return "no GEMM"
-    ours = sum(ms for kname, ms in per_kernel.items() for name, _ in heads
-               if kname in (f"{name}_cublas", name, f"{name}_product"))
+    ours = 1e3 * sum(s for kname, s in per_kernel.items() for name, _ in heads
+                     if kname in (f"{name}_cublas", name, f"{name}_product"))
     try:
         import cupy as cp
         from nvmath.linalg import advanced
     except Exception as exc:  # noqa: BLE001 - the cuda extra is not installed: no reference
         return f"cuBLAS reference unavailable ({type(exc).__name__})"
-    total = 0.0
-    for _, plan in heads:
-        a, b = plan.head.inputs
-        ops = []
-        for leaf in (a, b):
-            t = leaf.tensor_type
-            x = cp.random.standard_normal(t.shape).astype(t.dtype)
-            ops.append(cp.asfortranarray(x) if getattr(t, "layout", "C") == "F" else x)
-        mm = advanced.Matmul(*ops)
-        mm.plan()
-        mm.execute()
+
+    def event_ms(call: Callable[[], Any]) -> float:
+        call()
         runtime.KERNEL_EVENTS = []
         for _ in range(5):
             with runtime.timed("cublas alone"):
-                mm.execute()
-        total += runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
+                call()
+        ms = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5 * 1e3
         runtime.KERNEL_EVENTS = None
+        return ms
+
+    total = 0.0
+    for _, plan in heads:
+        a, b = plan.head.inputs
+        ops = [cp.random.standard_normal(leaf.tensor_type.shape).astype(leaf.tensor_type.dtype) for leaf in (a, b)]
+        mm = advanced.Matmul(*ops)
+        mm.plan()
+        total += event_ms(mm.execute)
         mm.free()
-    return ours, total * 1e3
+    same: float | None = None
+    found, _ = cublas.provider()
+    planned = getattr(found, "plans", None)
+    planned = {key: value for key, value in (planned or {}).items() if key not in known}  # this workload's
+    if planned:
+        stream = runtime.stream_handle(runtime.current_stream()) or None
+        same = sum(event_ms(lambda mm=mm: mm.execute(stream=stream)) for mm, _ in planned.values())
+    return ours, total, same
 
 
 def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
@@ -220,11 +244,12 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
     workloads, make_inputs, bound = _workloads()
     print("\n== workloads: NumPy (CPU) vs backend='cpu' vs backend='cuda' ==")
     print("gpu = call with device-resident arguments (kernels + launch + allocation; CUDA-graph replay where it "
-          "applies); host us = host time per such call (no synchronisation); kernel = CUDA-event time of the "
+          "applies); host us = host time per such call, GPU idle before it: the compiled graph alone / the user's call "
+          "f(*device arrays) with its guards; kernel = CUDA-event time of the "
           "kernels alone (launched one by one); d2h = copying the results to the host; host-args = a call with "
           "NumPy arguments (pays both transfers); GEMM/cuBLAS = this graph's GEMM time over cuBLAS alone on the same "
           "products (<= 1.11 means >= 90% of cuBLAS); 1st call = trace and compile, or load from the disk cache")
-    head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'host us':>8} | "
+    head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'host us':>9} | "
             f"{'kernel ms':>9} | {'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | {'vs cpu':>6} | "
             f"{'GEMM/cuBLAS':>11} | {'1st call s':>10} | ok  |")
     print(head)
@@ -243,19 +268,20 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
 
         ratio = f"{row['numpy'] / row['gpu']:.1f}x" if "gpu" in row and "numpy" in row else "-"
         vs_cpu = f"{row['cpu'] / row['gpu']:.1f}x" if "gpu" in row and "cpu" in row else "-"
-        host_us = f"{row['host_us']:.0f}" if "host_us" in row else "-"
+        host_us = f"{row['host_us']:.0f}/{row['call_us']:.0f}" if "call_us" in row else "-"
         gemm = row.get("gemm")
         gemm_ratio = f"{gemm[0] / gemm[1]:.2f}" if isinstance(gemm, tuple) and gemm[1] > 0 else "-"
         first = f"{row['compile']:.2f}" if "compile" in row else "-"  # trace + compile, or load from the disk cache
         ok = {True: "yes", False: "NO"}.get(row.get("ok"), "-")
         label = f"{name} {desc}"[:34]
-        print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {host_us:>8} | "
+        print(f"| {label:<34} | {ms('numpy'):>9} | {ms('cpu'):>8} | {ms('gpu'):>8} | {host_us:>9} | "
               f"{ms('kernel'):>9} | {ms('d2h'):>7} | {ms('host_call'):>12} | {ratio:>8} | {vs_cpu:>6} | "
               f"{gemm_ratio:>11} | {first:>10} | {ok:<3} |")
         if "note" in row:
             print(f"    {name}: {row['note']}")
         if isinstance(gemm, tuple):
-            print(f"    {name}: GEMMs {gemm[0]:.3f} ms here, cuBLAS alone {gemm[1]:.3f} ms")
+            same = "" if gemm[2] is None else f", the same planned calls alone {gemm[2]:.3f} ms"
+            print(f"    {name}: GEMMs {gemm[0]:.3f} ms here, cuBLAS alone on C-ordered operands {gemm[1]:.3f} ms{same}")
         elif gemm and gemm != "no GEMM":
             print(f"    {name}: {gemm}")
         if "replay" in row:

@@ -36,6 +36,7 @@ import numpy as np
 
 from jitgraph import config
 from jitgraph.backends.cuda import compiler, runtime
+from jitgraph.backends.cuda.outputs import OutputSlot
 from jitgraph.backends.cuda.pool import BufferPool
 from jitgraph.device_arrays import device_array_facts
 
@@ -145,6 +146,7 @@ class Recording:
     handle: Any
     outputs: list[Any]  # the recorded results (device arrays the recording owns) or constants
     owned: list[Any]  # pooled blocks and other buffers the recorded launches write to
+    slots: dict[int, OutputSlot] = field(default_factory=dict)  # output position -> where its copies go
 
 
 @dataclass
@@ -213,7 +215,10 @@ class Replay:
             if k in self.output_inputs:
                 out.append(args[self.output_inputs[k]])
             elif runtime.is_device_array(value):
-                fresh = runtime.empty(tuple(value.shape), value.dtype)
+                slot = rec.slots.get(k)
+                if slot is None:
+                    slot = rec.slots[k] = OutputSlot(tuple(value.shape), value.dtype)
+                fresh = slot.take()
                 self.recorder.copy(fresh, value, stream)
                 out.append(fresh)
             else:

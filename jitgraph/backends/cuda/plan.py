@@ -131,15 +131,15 @@ def _build(plan: GroupPlan, scalar_arrays: frozenset[int], gemm: cublas.GemmSpec
         return launches
     n_outer, n_red = _n(outer, info.domain), _n(raxes, info.domain)
     family = codegen.choose_family(info, n_outer, dev.sm_count)
-    block = runtime.row_block_threads(n_red, dev)
+    block = runtime.column_block_threads(n_red, dev) if family == "column" else runtime.row_block_threads(n_red, dev)
     shuffle = not dev.simulated
     sources = codegen.reduction_kernels(name, body, info, leaves, outs, scalar_arrays, family, block, shuffle)
     plan.family = family if head is None else f"matmul, then {family} reduction"
     if family == "row":
         launches.append(Launch(sources[0], (min(n_outer, dev.max_blocks * 4),), (block,), leaves, outs))
     elif family == "column":
-        blocks, threads = runtime.grid_stride(n_outer, dev)
-        launches.append(Launch(sources[0], (blocks,), (threads,), leaves, outs))
+        blocks = max(1, min(math.ceil(n_outer / 32), dev.max_blocks * 4))
+        launches.append(Launch(sources[0], (blocks,), (block,), leaves, outs))
     else:
         # Enough chunks to fill the device, each thread taking at least ~8 elements; the next stage combines
         # the partials of a row cooperatively in every block, so fewer chunks also means less stage-two work.

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph import config
-from jitgraph.device_arrays import byte_range, is_device_array
+from jitgraph.device_arrays import byte_range, device_address, is_device_array
 from jitgraph.errors import BackendError
 
 _HINT_INSTALL = "install the CUDA extra: pip install 'jitgraph[cuda]' (it brings numba-cuda)"
@@ -47,8 +47,10 @@ def cuda() -> Any:
     return module
 
 
+@functools.cache
 def simulated() -> bool:
-    """Whether numba.cuda runs kernels in its Python simulator (decided when numba.cuda was imported)."""
+    """Whether numba.cuda runs kernels in its Python simulator (decided when numba.cuda was imported, so read once:
+    it is asked several times per call)."""
     try:
         from numba.cuda.core import config  # numba-cuda >= 0.2x keeps its own config
     except ImportError:  # older numba-cuda (and numba's bundled cuda) read numba's config
@@ -125,6 +127,18 @@ def grid_stride(total: int, info: DeviceInfo) -> tuple[int, int]:
     threads = info.elementwise_threads
     blocks = max(1, min(math.ceil(total / threads), info.max_blocks))
     return blocks, threads
+
+
+def column_block_threads(n_reduce: int, info: DeviceInfo) -> int:
+    """Threads per block of the column family: 32 columns times a power of two of row slices, about one slice per
+    eight reduced rows, up to 8 slices (256 threads: Numba compiles without launch bounds, so a kernel may use up to
+    255 registers a thread, and 1,024 threads of such a kernel do not launch on an H200:
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); 2 under the simulator, which runs every thread as a Python thread."""
+    cap = 2 if info.simulated else 8
+    slices = 1
+    while slices < cap and slices * 8 < n_reduce:
+        slices *= 2
+    return 32 * slices
 
 
 def row_block_threads(n_reduce: int, info: DeviceInfo) -> int:
@@ -320,12 +334,19 @@ def device_pointer(value: Any) -> int:
     if simulated():
         host = host_array_of(value)
         return host.__array_interface__["data"][0] if host is not None else id(value)
-    return int(value.__cuda_array_interface__["data"][0])
+    address = device_address(value)
+    if address is None:
+        raise BackendError(f"{type(value).__name__} has no CUDA array interface", hint="pass a numba.cuda array")
+    return address
 
 
 # Kernel timing for scripts/gpu_check.py: while ``KERNEL_EVENTS`` is a list, every launch records a CUDA event pair
 # around itself, so kernel time can be told apart from launch overhead, allocation and transfers.
 KERNEL_EVENTS: list[tuple[str, Any, Any]] | None = None
+# Iterations of the spin kernel launched before each timed launch: about 3 ms of GPU time, longer than the host
+# time of any launch (a cuBLAS call through nvmath-python costs a few hundred microseconds of Python), so the event
+# pair measures GPU time alone.
+SPIN_ITERATIONS = 2_000_000
 
 
 @functools.cache
@@ -357,7 +378,7 @@ def timed(name: str) -> Iterator[None]:
         return
     if not _SPIN_BUFFER:
         _SPIN_BUFFER.append(cuda().to_device(np.ones(1, np.float32)))
-    _spin_kernel()[1, 1](_SPIN_BUFFER[0], 200_000)  # about 0.3 ms of GPU time: longer than any launch overhead
+    _spin_kernel()[1, 1](_SPIN_BUFFER[0], SPIN_ITERATIONS)
     start, end = cuda().event(), cuda().event()
     start.record()
     yield
