@@ -187,6 +187,16 @@ def _reduce_nothing(emit: Emitter, m: Match) -> Node:
     return emit.op("astype", m["x"], dtype=m["root"].tensor_type.dtype)
 
 
+def _outer_as_multiply(emit: Emitter, m: Match) -> Node | None:
+    """``np.outer(a, b)`` is, in NumPy's own source, ``multiply(a.ravel()[:, None], b.ravel()[None, :])``: as that
+    broadcast product it fuses with what consumes it (``A + 0.5 * np.outer(u, v)``: one pass, no outer matrix).
+    Weak (Python scalar) operands decline: ``np.outer`` makes them arrays, so their dtype would count."""
+    a, b = m["a"].tensor_type, m["b"].tensor_type
+    if a.weak or b.weak:
+        return None
+    return emit.op("multiply", emit.op("reshape", m["a"], shape=(a.size, 1)), emit.op("reshape", m["b"], shape=(1, b.size)))
+
+
 IDENTITY_RULES: tuple[Rule, ...] = (
     Rule("reduce_no_axes", pat(("sum", "prod", "max", "min", "mean", "any", "all"), var("x"), name="root",
                                where=_no_axes), _reduce_nothing, "reduce(x, axis=()) -> x.astype(result dtype)"),
@@ -206,6 +216,8 @@ IDENTITY_RULES: tuple[Rule, ...] = (
          "reshape(reshape(x, s1), s2) -> reshape(x, s2) or x"),
     Rule("identity_reshape", pat(("reshape", "broadcast_to"), var("x"), where=_same_shape_as_input),
          lambda emit, m: m["x"], "reshape/broadcast_to to x's own shape -> x"),
+    Rule("outer_as_multiply", pat("outer", var("a"), var("b")), _outer_as_multiply,
+         "outer(a, b) -> reshape(a, (n, 1)) * reshape(b, (1, m)) (NumPy's own definition)"),
     Rule("power_one", pat("power", var("x"), const("c", _scalar_const(1))), _x_if("iuf"), "x ** 1 -> x"),
     Rule("power_two", pat("power", var("x"), const("c", _scalar_const(2))), _square,
          "x ** 2 -> x * x (NumPy's own fast path for a scalar exponent; exact for float16 and ints too)"),

@@ -60,3 +60,43 @@ def test_loop_max_min_propagate_nan_and_keep_values() -> None:
             assert type(g) is type(w)
             assert (np.isnan(g) and np.isnan(w)) or g == w
     assert "jg_min_step(" in _driver_source(fn)
+
+
+# ``np.outer`` is rewritten into the broadcast product NumPy defines it as (passes/simplify.py ``outer_as_multiply``),
+# so ``A + 0.5 * np.outer(u, v)`` is one fused pass: dtypes, shapes (operands ravelled) and values stay NumPy's.
+OUTER_OPERANDS = [
+    (np.arange(5, dtype=np.float32), np.linspace(-1, 1, 4).astype(np.float32)),
+    (np.arange(5, dtype=np.float32), np.linspace(-1, 1, 4)),  # float32 x float64 -> float64
+    (np.arange(6, dtype=np.int8).reshape(2, 3), np.array([200, 7], dtype=np.uint8)),  # ravelled; int16, wraps
+    (np.array([True, False, True]), np.array([True, True])),  # bool: logical and
+    (np.array([1 + 2j, -1j]), np.arange(3, dtype=np.float32)),
+    (np.arange(12.0)[::3], np.array([np.inf, -0.0, np.nan])),  # strided; inf * 0 and NaN as NumPy
+]
+
+
+@pytest.mark.parametrize(("a", "b"), OUTER_OPERANDS)
+def test_outer_fused_matches_eager(a, b) -> None:
+    def outer_update(c, u, v):
+        return c + 0.5 * np.outer(u, v)
+
+    c = np.ones((a.size, b.size), dtype=np.result_type(a, b))
+    with np.errstate(all="ignore"):
+        want = outer_update(c, a, b)
+        got = jitgraph.compile(outer_update)(c, a, b)
+        plain = jitgraph.compile(lambda u, v: np.outer(u, v))(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert plain.dtype == np.outer(a, b).dtype
+    np.testing.assert_array_equal(plain, np.outer(a, b))
+
+
+def test_outer_in_a_loop_body_matches_eager() -> None:
+    def rank_one_updates(A, u, v, n):
+        for k in range(n):
+            A = A - np.outer(u, v) * (1.0 / (k + 1))
+        return A
+
+    rng = np.random.default_rng(1)
+    A, u, v = rng.standard_normal((4, 3)), rng.standard_normal(4), rng.standard_normal(3)
+    np.testing.assert_allclose(jitgraph.compile(rank_one_updates)(A, u, v, 20), rank_one_updates(A, u, v, 20),
+                               rtol=1e-13)
