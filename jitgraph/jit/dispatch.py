@@ -64,6 +64,9 @@ class _Writer:
         self.extras: list[str] = []  # the traced guards' extra inputs (globals), of types known only at run time
         self.plain_ints: list[int | str] = []  # top-level positions holding a plain int of the dynamic range
         self.known: dict[str, str] = {}  # argument paths as the guards write them -> the local holding the value
+        # Where a compiled program checks the arrays' shapes and strides itself (program_path), their full checks
+        # are collected here, for the path that does not run it, instead of being written at once.
+        self.deferred: list[str] | None = None
         self._n = 0
 
     def const(self, value: Any) -> str:
@@ -99,9 +102,14 @@ class _Writer:
         if t is np.ndarray:
             v, dtype = self.local(expr), self.const(value.dtype)
             self.know(path, v)
-            self.fail_if(f"type({v}) is not ndarray or {v}.shape != {value.shape!r} or {v}.strides != "
-                         f"{value.strides!r} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})",
-                         f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}")
+            why = f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}"
+            full = (f"type({v}) is not ndarray or {v}.shape != {value.shape!r} or {v}.strides != "
+                    f"{value.strides!r} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})")
+            if self.deferred is None:
+                self.fail_if(full, why)
+            else:
+                self.fail_if(f"type({v}) is not ndarray", f"{label}: an array")
+                self.deferred += [f"    if {full}:  # {why}", "        return MISS"]
             self.leaves.append(v)
             self.arrays.append(v)
         elif t is float:
@@ -226,6 +234,9 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
     traced = entry.traced
     args, kwargs = traced.args, traced.kwargs
     w = _Writer()
+    checked = _checked_program(entry)
+    if checked is not None:
+        w.deferred = []
     pa, pk = ("UA", "UKW") if traced.dynamic else ("A", "KW")  # the caller's arguments (unwrapped ints)
     names = parameter_names(traced.fn, len(args))
     try:
@@ -251,8 +262,13 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
     w.lines.append(f"    leaves = [{', '.join(w.leaves)}]")
     w.aliasing(entry, exact=entry.alias is not None)
     w.ns.update(E=entry, HITS=hits, SLOW=slow)
+    direct = _direct_lines(entry, w)
+    if checked is not None and direct:
+        w.lines += _program_lines(entry, w, checked)
+    if w.deferred:
+        w.lines += w.deferred
     w.lines += ["    next(HITS)", "    if E.fast:"]
-    w.lines += _direct_lines(entry, w)
+    w.lines += direct
     w.lines += ["        return E.build(E.compiled(leaves), leaves, A, KW)",
                 f"    return SLOW(E, leaves, A, KW, {pa}, {pk})"]
     fn_name = f"run_entry_{index}"
@@ -294,17 +310,62 @@ def _direct_lines(entry: Entry, w: _Writer) -> list[str]:
                 RUN=run or getattr(entry.compiled, "run_direct", entry.compiled))
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
-    if wrap is None:
-        result = names[0]
-    else:
-        result = f"({names[0]},)" if wrap == "tuple" and len(names) == 1 else \
-            ("({})" if wrap == "tuple" else "[{}]").format(", ".join(names))
+    result = _result(names, wrap)
     return ["        if E.compiled is COMPILED and E.build is BUILD:  # as published: the driver, the result inline",
             "            o = RUN(leaves)",
             *(f"            {r} = o[{k}]" for r, k in zip(names, parts)),
             f"            if {ready}:",
             f"                return {result}",
             "            return BUILD(o, leaves, A, KW)"]
+
+
+def _checked_program(entry: Entry) -> Any | None:
+    """The backend's function that checks the arrays' shapes and strides itself and runs the graph (CpuCompiled's
+    ``checked_program``: a BLAS program), for an entry whose arguments are all positional arrays, the leaves as
+    they are (no dynamic ints, no globals read by the guards); else None."""
+    traced = entry.traced
+    make = getattr(entry.compiled, "checked_program", None)
+    if make is None or traced.dynamic or traced.kwargs or traced.resumable or traced.object_effects:
+        return None
+    if entry.check is not None and entry.guards.extra_inputs:
+        return None
+    if not traced.args or not all(type(a) is np.ndarray for a in traced.args):
+        return None
+    return make(list(traced.args))
+
+
+def _program_lines(entry: Entry, w: _Writer, checked: Any) -> list[str]:
+    """The hit through a program that checks the arrays' shapes and strides itself (``_checked_program``): Numba
+    has them unboxed, where each ``shape``/``strides`` read here builds a tuple (~0.3 us an array). It returns None
+    for other shapes or strides and raises TypeError for other dtypes or layouts (it compiles nothing more): a miss
+    either way, which the generic path then decides. Only for the entry as published (``E.compiled is COMPILED``);
+    otherwise the full checks follow."""
+    spec = entry.traced.out_spec
+    parts = [spec[1]] if spec[0] == "out" else [p[1] for p in spec[1]]
+    single = len(entry.compiled.graph.outputs) == 1
+    names = ["o" if single else f"o[{k}]" for k in parts]
+    wrap = None if spec[0] == "out" else spec[0]
+    if wrap == "tuple" and not single and parts == list(range(len(entry.compiled.graph.outputs))):
+        names, wrap = ["o"], None  # the program's own tuple, as it is
+    w.ns["CHECKED"] = checked
+    return ["    if E.fast and E.compiled is COMPILED and E.build is BUILD:  # Numba checks shapes and strides",
+            "        try:",
+            f"            o = CHECKED({', '.join(w.arrays)})",
+            "        except Exception:  # another dtype, layout or read-only: the generic path decides",
+            "            return MISS",
+            "        if o is None:  # other shapes or strides",
+            "            return MISS",
+            "        next(HITS)",
+            f"        return {_result(names, wrap)}"]
+
+
+def _result(names: list[str], wrap: str | None) -> str:
+    """The expression of the call's result from the output variables ``names``."""
+    if wrap is None:
+        return names[0]
+    if wrap == "tuple" and len(names) == 1:
+        return f"({names[0]},)"
+    return ("({})" if wrap == "tuple" else "[{}]").format(", ".join(names))
 
 
 def _note_plain_int(w: _Writer, position: int | str, value: Any) -> None:

@@ -23,8 +23,8 @@ import ctypes
 import itertools
 import linecache
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -39,6 +39,7 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _PRODUCTS = ("matmul", "dot")
 _ELEMENTWISE = {"add": "({} + {})", "subtract": "({} - {})", "multiply": "({} * {})", "divide": "({} / {})",
                 "negative": "(-{})"}
+_NO_TRANS, _TRANS = 111, 112
 _ids = itertools.count()
 
 
@@ -58,49 +59,74 @@ def _gemv(dtype: np.dtype) -> Any:
     return fn
 
 
-@cache
-def _matvec(dtype: np.dtype) -> Any:
-    """A Numba function ``mv(A, x) -> A @ x`` for a 2-D ``A`` of any strides: BLAS reads ``A`` in place when one
-    axis is unit-stride (row-major, or its transpose with the trans flag, as NumPy passes it), else a contiguous
-    copy; ``x`` with its positive stride, else a copy. An empty inner axis gives zeros, as NumPy does (BLAS would
-    leave ``y`` untouched)."""
-    gemv = _gemv(dtype)
-    row_major, no_trans, trans = 101, 111, 112
-
-    def mv(a, x):  # compiled by Numba
-        m, k = a.shape
-        y = np.empty(m, a.dtype)
-        if m == 0:
-            return y
-        if k == 0:
-            y[:] = 0
-            return y
-        item = a.itemsize
-        s0, s1 = a.strides
-        xs = x.strides[0]
-        xc = x if xs > 0 and xs % item == 0 else np.ascontiguousarray(x)
-        incx = xc.strides[0] // item
-        if s1 == item and s0 % item == 0 and s0 // item >= k:
-            gemv(row_major, no_trans, m, k, 1.0, a.ctypes.data, s0 // item, xc.ctypes.data, incx, 0.0,
-                 y.ctypes.data, 1)
-        elif s0 == item and s1 % item == 0 and s1 // item >= m:
-            gemv(row_major, trans, k, m, 1.0, a.ctypes.data, s1 // item, xc.ctypes.data, incx, 0.0,
-                 y.ctypes.data, 1)
-        else:
-            ac = np.ascontiguousarray(a)
-            gemv(row_major, no_trans, m, k, 1.0, ac.ctypes.data, k, xc.ctypes.data, incx, 0.0, y.ctypes.data, 1)
-        return y
-
-    return numba.njit(mv, error_model="numpy")
-
-
-@dataclass
 class BlasProgram:
-    """The generated Numba function of a whole graph, and the driver that calls it with the flat argument list."""
+    """The generated source of a whole graph as one Numba function, compiled on first use for the arrays of that
+    call: it checks that later arguments have exactly their shapes and strides (returning None otherwise) and runs
+    the graph, returning its output or the tuple of its outputs.
 
-    source: str
-    function: Any  # the Numba dispatcher
-    driver: Callable[[Any], list[Any]]
+    One compile per graph (~0.3 s), for the layouts the graph's types promise; arguments Numba types otherwise (a
+    read-only array, another layout) raise TypeError, as the function compiles nothing more, and calls with other
+    shapes or strides get None: either way :meth:`driver` then runs ``fallback``, the ordinary driver."""
+
+    def __init__(self, body: str, ns: dict[str, Any], n_inputs: int, n_outputs: int, types: tuple[Any, ...],
+                 fallback: Callable[[Any], list[Any]]) -> None:
+        self.body, self.ns, self.n_inputs, self.n_outputs, self.types = body, ns, n_inputs, n_outputs, types
+        self.fallback = fallback
+        self.source = body  # until compiled: then with its checks
+        self._function: Any = None
+        self._key: tuple | None = None
+        self._failed = False
+        self._lock = threading.Lock()
+
+    def checked(self, leaves: Sequence[Any]) -> Any | None:
+        """The compiled function for arrays laid out as ``leaves`` (compiling it on first use), or None where it was
+        compiled for others or cannot be (arguments that are not arrays of the graph's types).
+
+        Why the checks are in Numba: a dispatch runner checking each array's ``shape`` and ``strides`` in Python
+        pays ~0.3 us an array (each access builds a tuple of new ints); Numba has them unboxed already."""
+        if len(leaves) != self.n_inputs or not all(type(a) is np.ndarray for a in leaves):
+            return None
+        key = tuple((a.shape, a.strides) for a in leaves)
+        with self._lock:
+            if self._function is None and not self._failed:
+                self._compile(leaves, key)
+        return self._function if key == self._key else None
+
+    def _compile(self, leaves: Sequence[Any], key: tuple) -> None:
+        types = tuple(numba.typeof(a) for a in leaves)
+        if types != self.types:
+            self._failed = True  # not the layouts the graph promises: keep the ordinary driver
+            return
+        params = ", ".join(f"a{k}" for k in range(self.n_inputs))
+        checks = " or ".join(f"a{k}.shape != {shape!r} or a{k}.strides != {strides!r}"
+                             for k, (shape, strides) in enumerate(key))
+        source = (f"def program({params}):\n    if {checks}:\n        return None  # not the arrays compiled for\n"
+                  + self.body)
+        filename = f"<jitgraph blas program #{next(_ids)}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ns = dict(self.ns)
+        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
+        function = numba.njit(ns["program"], error_model="numpy")
+        try:
+            function.compile(types)
+        except Exception:  # noqa: BLE001 - a program Numba cannot compile keeps the ordinary driver
+            self._failed = True
+            return
+        function.disable_compile()
+        self.source, self._function, self._key = source, function, key
+
+    def driver(self, args: Sequence[Any]) -> list[Any]:
+        """The CpuCompiled driver protocol (``driver(args) -> list of outputs``): the program where it takes these
+        arguments, else the ordinary driver."""
+        function = self._function if self._function is not None or self._failed else self.checked(args)
+        if function is not None:
+            try:
+                out = function(*args)
+            except TypeError:  # arrays Numba types otherwise (read-only, another layout)
+                out = None
+            if out is not None:
+                return [out] if self.n_outputs == 1 else list(out)
+        return self.fallback(args)
 
 
 class _Reject(Exception):
@@ -139,18 +165,36 @@ class _Writer:
         return f"t{self._n}"
 
     def product(self, node: Node, operands: list[str]) -> str:
-        """``A @ x`` or ``x @ A`` (``A.T @ x``) as one gemv call."""
+        """``A @ x`` or ``x @ A`` (``A.T @ x``) as one gemv call into a fresh vector; returns its variable.
+
+        The sizes are static, and the matrix's layout is what its type promises ("C", or "F" for a transpose), which
+        the compiled function's argument types enforce: so the trans flag and leading dimension are constants. An
+        empty inner axis gives zeros, as NumPy does (BLAS would leave ``y`` untouched)."""
         a, b = node.inputs
         dtype = _dtype_of(node)
         if _dtype_of(a) != dtype or _dtype_of(b) != dtype or node.attrs:
             raise _Reject
-        shapes = (a.type.ndim, b.type.ndim)
-        self.ns[f"MV{dtype.char}"] = _matvec(dtype)
-        if shapes == (2, 1):
-            return f"MV{dtype.char}({operands[0]}, {operands[1]})"
-        if shapes == (1, 2):
-            return f"MV{dtype.char}({operands[1]}.T, {operands[0]})"
-        raise _Reject
+        if (a.type.ndim, b.type.ndim) == (2, 1):
+            matrix, (m, k), layout, mat, vec = a, a.type.shape, a.type.layout, operands[0], operands[1]
+        elif (a.type.ndim, b.type.ndim) == (1, 2):  # x @ A = A.T @ x: A read as its transpose
+            matrix, layout, mat, vec = b, {"C": "F", "F": "C"}.get(b.type.layout, "S"), operands[1], operands[0]
+            k, m = b.type.shape
+        else:
+            raise _Reject
+        if layout not in ("C", "F") or matrix.type.shape == ():
+            raise _Reject
+        self.ns[f"D{dtype.char}"] = dtype
+        self.ns[f"GEMV{dtype.char}"] = _gemv(dtype)
+        y = self.fresh()
+        if k == 0 or m == 0:
+            self.lines.append(f"    {y} = np.zeros({m}, D{dtype.char})  # {node.op}: empty")
+            return y
+        # Row-major A (m x k) is gemv NoTrans with lda = k; column-major A is row-major A.T (k x m), so Trans, lda = m.
+        trans, rows, cols = (_NO_TRANS, m, k) if layout == "C" else (_TRANS, k, m)
+        self.lines.append(f"    {y} = np.empty({m}, D{dtype.char})")
+        self.lines.append(f"    GEMV{dtype.char}(101, {trans}, {rows}, {cols}, 1.0, {mat}.ctypes.data, {cols}, "
+                          f"{vec}.ctypes.data, 1, 0.0, {y}.ctypes.data, 1)  # {node.op}")
+        return y
 
     def transpose(self, node: Node, operand: str) -> str:
         if node.type.ndim != 2 or node.attrs.get("axes") not in ((1, 0), None):
@@ -168,7 +212,7 @@ class _Writer:
             if m.op in ("input", "const"):
                 continue
             if m.op in _PRODUCTS and all(i in local for i in m.inputs):
-                local[m] = self.assign(self.product(m, [local[i] for i in m.inputs]))
+                local[m] = self.product(m, [local[i] for i in m.inputs])
             elif m.op == "transpose" and m.inputs[0] in local:
                 local[m] = self.assign(self.transpose(m, local[m.inputs[0]]))
             elif m.op in _ELEMENTWISE and not m.attrs:
@@ -222,33 +266,31 @@ class _Writer:
         return name
 
 
-def build(graph: Graph) -> BlasProgram | None:
-    """The :class:`BlasProgram` of ``graph``, or None where some node is not for it (or NumPy's BLAS is unknown)."""
+def build(graph: Graph, fallback: Callable[[Any], list[Any]]) -> BlasProgram | None:
+    """The :class:`BlasProgram` of ``graph`` (``fallback``: the ordinary driver, for arguments it does not take), or
+    None where some node is not for it, or NumPy's BLAS is unknown."""
     if graph.mutations or not graph.outputs or not any(n.op in _PRODUCTS for n in _all_nodes(graph)):
         return None
     w = _Writer()
     try:
         for n in graph.inputs:
-            if n.type.ndim not in (1, 2) or _gemv(_dtype_of(n)) is None:
+            # Inputs of a promised layout (C or F): the compiled argument types then fix every leading dimension.
+            if n.type.ndim not in (1, 2) or _gemv(_dtype_of(n)) is None or n.type.layout not in ("C", "F"):
                 raise _Reject
-        params = [f"a{k}" for k in range(len(graph.inputs))]
-        w.var.update(zip(graph.inputs, params))
+        w.var.update((n, f"a{k}") for k, n in enumerate(graph.inputs))
         for n in graph.nodes:
             if n.op == "input":
                 continue
-            operands = [w.var[i] for i in n.inputs] if all(i in w.var for i in n.inputs) else None
-            if operands is None:
+            if not all(i in w.var for i in n.inputs):
                 raise _Reject
+            operands = [w.var[i] for i in n.inputs]
             if n.op in _PRODUCTS:
-                w.var[n] = w.assign(w.product(n, operands))
+                w.var[n] = w.product(n, operands)
             elif n.op == "transpose":
                 w.var[n] = w.assign(w.transpose(n, operands[0]))
             elif n.op == "fused":
                 outs = w.group(n, operands)
-                if len(outs) == 1:
-                    w.var[n] = outs[0]
-                else:
-                    w.var[n] = w.assign("(" + ", ".join(outs) + ",)")
+                w.var[n] = outs[0] if len(outs) == 1 else w.assign("(" + ", ".join(outs) + ",)")
             elif n.op == "tuple_get":
                 w.var[n] = f"{operands[0]}[{n.attrs['index']}]"
             else:
@@ -261,30 +303,10 @@ def build(graph: Graph) -> BlasProgram | None:
         return None
     results = [w.var[o] for o in graph.outputs]
     w.lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return ({', '.join(results)},)")
-    source = f"def program({', '.join(params)}):\n" + "\n".join(w.lines) + "\n"
-    filename = f"<jitgraph blas program #{next(_ids)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), w.ns)  # noqa: S102 - our own generated source
-    function = numba.njit(w.ns["program"], error_model="numpy")
-    try:
-        function.compile(tuple(_numba_type(n.type) for n in graph.inputs))
-    except Exception:  # noqa: BLE001 - a program Numba cannot type keeps the ordinary driver
-        return None
-    return BlasProgram(source, function, _driver(function, len(results)))
-
-
-def _numba_type(t: TensorType) -> Any:
-    layout = {"C": "C", "F": "F"}.get(t.layout, "A") if t.ndim == 2 else ("C" if t.layout == "C" else "A")
-    return numba.types.Array(numba.from_dtype(t.dtype), t.ndim, layout)
-
-
-def _driver(function: Any, n_outputs: int) -> Callable[[Any], list[Any]]:
-    """``driver(args) -> list of outputs``, the CpuCompiled driver protocol, around the Numba call."""
-    body = "[PROGRAM(*args)]" if n_outputs == 1 else "list(PROGRAM(*args))"
-    source = f"def driver(args):\n    return {body}\n"
-    ns: dict[str, Any] = {"PROGRAM": function}
-    exec(compile(source, "<jitgraph blas driver>", "exec"), ns)  # noqa: S102 - our own generated source
-    return ns["driver"]
+    # The Numba types of arrays laid out as promised (a contiguous vector is "C" to Numba whatever the promise).
+    types = tuple(numba.types.Array(numba.from_dtype(n.type.dtype), n.type.ndim, n.type.layout if n.type.ndim == 2
+                                    else "C") for n in graph.inputs)
+    return BlasProgram("\n".join(w.lines) + "\n", w.ns, len(graph.inputs), len(results), types, fallback)
 
 
 def _all_nodes(graph: Graph) -> list[Node]:

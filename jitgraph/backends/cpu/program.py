@@ -49,7 +49,7 @@ try:  # NumPy's error state is a context variable: setting it directly costs 0.1
 except ImportError:  # another NumPy layout: the public context manager
     _ERRSTATE = _IGNORE = None
 _BLAS_PROGRAM_NOTE = ("whole graph: one Numba function calling BLAS gemv directly, with one loop per fused epilogue "
-                      "(blas_program.py; its source is the driver source)")
+                      "(blas_program.py; kernel_sources() shows it)")
 _DRIVER_TITLE = "driver (calls the kernels, BLAS and NumPy in order)"
 
 
@@ -107,10 +107,8 @@ class CpuCompiled:
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         # Small matrix-vector graphs: one Numba call into BLAS instead of the driver (blas_program.py).
-        self.blas_program = blas_program.build(graph) if not self.inplace else None
+        self.blas_program = blas_program.build(graph, self._fast) if not self.inplace else None
         if self.blas_program is not None:
-            self.kernels = {}
-            self.driver_source = self.blas_program.source
             self._fast = self.blas_program.driver
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
         self._array_args = [k for k, n in enumerate(graph.inputs) if isinstance(n.type, TensorType) and
@@ -122,9 +120,19 @@ class CpuCompiled:
         self.run_direct = self._fast if not self.inplace else self.__call__
         self.run_unaliased = self._fast
 
+    def checked_program(self, leaves: Sequence[Any]) -> Any | None:
+        """For a dispatch runner: a function of the leaves, positionally, that checks their shapes and strides
+        against ``leaves`` and runs the graph (returning its output, or the tuple of its outputs), or returns None;
+        None where this graph has no such function (only a BLAS program has: blas_program.py)."""
+        return self.blas_program.checked(leaves) if self.blas_program is not None else None
+
     # -- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
-        """Each fused kernel's module source (empty until its first call builds it), then the driver."""
+        """Each fused kernel's module source (empty until its first call builds it), then the driver, and the BLAS
+        program where the graph has one."""
+        if self.blas_program is not None:
+            return [KernelSource("BLAS program (blas_program.py: the whole graph, one Numba function)",
+                                 self.blas_program.source), KernelSource(_DRIVER_TITLE, self.driver_source)]
         out = [KernelSource(f"kernel {k.name}", k.source) if k.source else
                KernelSource(f"kernel {k.name}", "", "not generated yet: it is built on its first call")
                for k in self.kernels.values()]
@@ -144,7 +152,7 @@ class CpuCompiled:
     def explain(self) -> str:
         """Kernels with their cut reasons, nodes left to NumPy and why, in-place writes, memory plan."""
         names = node_names(self.graph)
-        if self.blas_program is not None:
+        if self.blas_program is not None:  # the ordinary driver runs only for arguments the program does not take
             return _BLAS_PROGRAM_NOTE + "\n" + self.memory.format()
         lines = []
         for node, kernel in self.kernels.items():
