@@ -25,6 +25,8 @@ Exactness notes (the tests check each with special values):
   so the sqrt rule is limited to float32/float64 results. Integer ``x ** 2`` wraps exactly like ``x * x``.
 * ``exp(log(x))`` is not ``x`` (``log`` of a negative is NaN), and ``x * 0`` is not ``0`` (NaN, inf, ``-x * 0 ==
   -0.0``): deliberately no rules for them.
+* ``np.outer(a, b) -> reshape(a, (n, 1)) * reshape(b, (1, m))``: NumPy's own definition of ``outer`` (the operands
+  ravelled), the same multiply loop, so the same bits and dtype; as a broadcast product it fuses with its consumer.
 * Broadcast minimisation ``(M1 + s1) + (M2 + s2) -> (M1 + M2) + (s1 + s2)`` (and the same for ``*``), where the
   ``s`` operands are smaller than the result, saves one full-size pass. Integer (and bool) arithmetic wraps
   modulo 2**n, so it is associative and commutative and the rule is exact when all operands share one non-weak
