@@ -138,6 +138,42 @@ def test_other_graphs_keep_the_driver():
     np.testing.assert_allclose(compiled(A, x, y_jit), mutates(A, x, y_eager))
     np.testing.assert_allclose(y_jit, y_eager)
     assert _program(compiled) is None
-    _check(lambda A, x: np.exp(A @ x), A, x, expect_program=False)  # exp: not a linear epilogue
+    _check(lambda A, x: np.maximum(A @ x, 0.0), A, x, expect_program=False)  # maximum: not in the program
     _check(lambda A, B: A @ B, A, A.T.copy(), expect_program=False)  # matrix-matrix: NumPy's path
     _check(lambda A, x: A.astype(np.float32) @ x, A, x, expect_program=False)  # mixed dtypes
+
+
+def logistic_grad(X, y, w):
+    p = 1.0 / (1.0 + np.exp(-(X @ w)))
+    return X.T @ (p - y) / X.shape[0]
+
+
+def hinge_grad(X, y, w):
+    margin = y * (X @ w)
+    active = (margin < 1.0).astype(X.dtype)
+    return -(X.T @ (y * active)) / X.shape[0] + 1e-3 * w
+
+
+def mixed_matvec(p, v):
+    return p @ v.astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("math", ["fast", "libm"])
+def test_math_comparisons_and_casts_in_epilogues(dtype, math):
+    rng = np.random.default_rng(6)
+    X, y, w = (rng.standard_normal(s).astype(dtype) for s in ((40, 6), 40, 6))
+    for fn in (logistic_grad, hinge_grad):
+        compiled = jitgraph.compile(fn, math=math)
+        got = compiled(X, y, w)
+        got = compiled(X, y, w)
+        want = fn(X, y, w)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+        assert _program(compiled)._function is not None
+    _check(hinge_grad, X, np.sign(y), w)  # no transcendental math: bit for bit
+
+
+def test_mixed_dtype_product_widens_the_vector():
+    rng = np.random.default_rng(7)
+    _check(mixed_matvec, rng.standard_normal((5, 4)), rng.standard_normal(4).astype(np.float32))

@@ -24,21 +24,27 @@ import itertools
 import linecache
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
 import numba
 import numpy as np
 
+from jitgraph import config
 from jitgraph.backends.cpu import blas
+from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import TensorType
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _PRODUCTS = ("matmul", "dot")
-_ELEMENTWISE = {"add": "({} + {})", "subtract": "({} - {})", "multiply": "({} * {})", "divide": "({} / {})",
-                "negative": "(-{})"}
+_ARITHMETIC = {"add": "({} + {})", "subtract": "({} - {})", "multiply": "({} * {})", "divide": "({} / {})",
+               "negative": "(-{})"}
+_COMPARE = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==", "not_equal": "!="}
+# Unary math: jitgraph's vector math (mathlib.py, <= 4 ulp, as the fused kernels use) for math="fast", else libm.
+_LIBM = {"exp": "exp", "log": "log", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "tanh": "tanh",
+         "sin": "sin", "cos": "cos"}
 _NO_TRANS, _TRANS = 111, 112
 _ids = itertools.count()
 
@@ -140,6 +146,18 @@ def _dtype_of(node: Node) -> np.dtype:
     return t.dtype
 
 
+def _dtype_of_any(node: Node) -> np.dtype:
+    """The dtype of a strong array value (bool included), else reject."""
+    t = node.type
+    if not isinstance(t, TensorType) or t.weak:
+        raise _Reject
+    return t.dtype
+
+
+def _is_elementwise(m: Node) -> bool:
+    return m.op in _ARITHMETIC or m.op in _COMPARE or m.op in _LIBM or m.op == "astype"
+
+
 def _constant(node: Node, dtype: np.dtype) -> Any:
     """A weak Python scalar constant as NumPy converts it to ``dtype`` (NEP 50), where that is exact or a rounding
     NumPy makes the same way (a finite float within range); else reject."""
@@ -154,7 +172,8 @@ def _constant(node: Node, dtype: np.dtype) -> Any:
 
 
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, math_option: str) -> None:
+        self.math = math_option
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {"np": np}
         self.var: dict[Node, str] = {}
@@ -172,7 +191,11 @@ class _Writer:
         empty inner axis gives zeros, as NumPy does (BLAS would leave ``y`` untouched)."""
         a, b = node.inputs
         dtype = _dtype_of(node)
-        if _dtype_of(a) != dtype or _dtype_of(b) != dtype or node.attrs:
+        if _dtype_of(a) != dtype and a.type.ndim == 1:
+            operands = [self.widen(operands[0], a, dtype), operands[1]]
+        if _dtype_of(b) != dtype and b.type.ndim == 1:
+            operands = [operands[0], self.widen(operands[1], b, dtype)]
+        if _dtype_of(a) != dtype and a.type.ndim != 1 or _dtype_of(b) != dtype and b.type.ndim != 1 or node.attrs:
             raise _Reject
         if (a.type.ndim, b.type.ndim) == (2, 1):
             matrix, (m, k), layout, mat, vec = a, a.type.shape, a.type.layout, operands[0], operands[1]
@@ -196,6 +219,17 @@ class _Writer:
                           f"{vec}.ctypes.data, 1, 0.0, {y}.ctypes.data, 1)  # {node.op}")
         return y
 
+    def widen(self, operand: str, node: Node, dtype: np.dtype) -> str:
+        """A float32 vector cast to float64 for a float64 product, as NumPy casts a mixed ``matmul``'s operand
+        (exactly: every float32 is a float64)."""
+        if (_dtype_of(node), dtype) != _DTYPES:
+            raise _Reject
+        out = self.fresh()
+        self.ns["Dd"], self.ns["Td"] = dtype, dtype.type
+        self.lines += [f"    {out} = np.empty({node.type.shape[0]}, Dd)", f"    for i in range({node.type.shape[0]}):",
+                       f"        {out}[i] = Td({operand}[i])"]
+        return out
+
     def transpose(self, node: Node, operand: str) -> str:
         if node.type.ndim != 2 or node.attrs.get("axes") not in ((1, 0), None):
             raise _Reject
@@ -207,7 +241,6 @@ class _Writer:
         body = node.regions[0]
         local = dict(zip(body.inputs, operands))
         loop: list[Node] = []
-        shape: tuple[int, ...] | None = None
         for m in body.nodes:
             if m.op in ("input", "const"):
                 continue
@@ -215,50 +248,78 @@ class _Writer:
                 local[m] = self.product(m, [local[i] for i in m.inputs])
             elif m.op == "transpose" and m.inputs[0] in local:
                 local[m] = self.assign(self.transpose(m, local[m.inputs[0]]))
-            elif m.op in _ELEMENTWISE and not m.attrs:
+            elif _is_elementwise(m):
                 loop.append(m)
-                shape = shape or m.type.shape
-                if m.type.ndim != 1 or m.type.shape != shape:
-                    raise _Reject
             else:
                 raise _Reject
-        if not loop:
-            return [local[o] for o in body.outputs]
-        dtype = _dtype_of(loop[0])
+        local.update(self.loop(loop, local, body.outputs, node.attrs.get("name", "group")))
+        return [local[o] for o in body.outputs]
+
+    def loop(self, members: list[Node], local: dict[Node, str], outputs: Sequence[Node], label: str
+             ) -> dict[Node, str]:
+        """One loop computing the elementwise ``members`` (in order, over one 1-D shape) element by element, each in
+        its NumPy dtype; returns the arrays it stores (the members among ``outputs``)."""
+        if not members:
+            return {}
+        shape = members[0].type.shape
         element: dict[Node, str] = {}
         inner: list[str] = []
-        for m in loop:
+        for m in members:
+            if not isinstance(m.type, TensorType) or m.type.shape != shape or len(shape) != 1:
+                raise _Reject
+            strong = {i.type.dtype for i in m.inputs if i.op != "const" and isinstance(i.type, TensorType)}
+            if m.op == "astype":
+                if strong - {np.dtype(bool), *_DTYPES} or len(strong) != 1 or set(m.attrs) - {"dtype"}:
+                    raise _Reject
+                operand_dtype = next(iter(strong))
+            else:
+                if len(strong) != 1 or strong - set(_DTYPES):
+                    raise _Reject
+                operand_dtype = next(iter(strong))
+                result = np.dtype(bool) if m.op in _COMPARE else operand_dtype
+                if m.attrs or _dtype_of_any(m) != result:
+                    raise _Reject
             args = []
             for i in m.inputs:
                 if i in element:
                     args.append(element[i])
                 elif i.op == "const":
                     name = f"K{len(self.ns)}"
-                    self.ns[name] = _constant(i, dtype)
+                    self.ns[name] = _constant(i, operand_dtype)
                     args.append(name)
-                elif i in local and isinstance(i.type, TensorType) and i.type.shape == shape:
-                    if _dtype_of(i) != dtype:
-                        raise _Reject
+                elif i in local and isinstance(i.type, TensorType) and not i.type.weak and i.type.shape == shape:
                     args.append(f"{local[i]}[i]")
                 else:
                     raise _Reject
-            if _dtype_of(m) != dtype:
-                raise _Reject
             element[m] = self.fresh()
-            inner.append(f"        {element[m]} = {_ELEMENTWISE[m.op].format(*args)}  # {m.op}")
-        outs = []
-        for o in body.outputs:
-            if o not in element:
-                outs.append(local[o])
-                continue
-            out = self.fresh()
-            self.ns[f"D{dtype.char}"] = dtype
-            self.lines.append(f"    {out} = np.empty({shape[0]}, D{dtype.char})")
-            inner.append(f"        {out}[i] = {element[o]}")
-            outs.append(out)
-        self.lines.append(f"    for i in range({shape[0]}):  # {node.attrs.get('name', 'group')}")
+            inner.append(f"        {element[m]} = {self.element(m, args)}  # {m.op}")
+        stored = {}
+        for o in outputs:
+            if o in element and o not in stored:
+                stored[o] = out = self.fresh()
+                dtype = _dtype_of_any(o)
+                self.ns[f"D{dtype.char}"] = dtype
+                self.lines.append(f"    {out} = np.empty({shape[0]}, D{dtype.char})")
+                inner.append(f"        {out}[i] = {element[o]}")
+        self.lines.append(f"    for i in range({shape[0]}):  # {label}")
         self.lines += inner
-        return outs
+        return stored
+
+    def element(self, m: Node, args: list[str]) -> str:
+        """The scalar expression of the elementwise ``m`` over the scalar expressions ``args``."""
+        if m.op in _ARITHMETIC:
+            return _ARITHMETIC[m.op].format(*args)
+        if m.op in _COMPARE:
+            return f"({args[0]} {_COMPARE[m.op]} {args[1]})"
+        dtype = _dtype_of_any(m)
+        cast = f"T{dtype.char}"
+        self.ns[cast] = dtype.type  # np.float32(x) in Numba: NumPy's rounding cast
+        if m.op == "astype":
+            return f"{cast}({args[0]})"
+        fn = VECTOR_MATH.get((m.op, dtype.name)) if self.math == "fast" else None
+        name = f"M{m.op}_{dtype.char}"
+        self.ns[name] = fn if fn is not None else getattr(math, _LIBM[m.op])
+        return f"{cast}({name}({args[0]}))"
 
     def assign(self, expr: str) -> str:
         name = self.fresh()
@@ -266,12 +327,12 @@ class _Writer:
         return name
 
 
-def build(graph: Graph, fallback: Callable[[Any], list[Any]]) -> BlasProgram | None:
+def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], list[Any]]) -> BlasProgram | None:
     """The :class:`BlasProgram` of ``graph`` (``fallback``: the ordinary driver, for arguments it does not take), or
     None where some node is not for it, or NumPy's BLAS is unknown."""
     if graph.mutations or not graph.outputs or not any(n.op in _PRODUCTS for n in _all_nodes(graph)):
         return None
-    w = _Writer()
+    w = _Writer(config.option(options, "math"))
     try:
         for n in graph.inputs:
             # Inputs of a promised layout (C or F): the compiled argument types then fix every leading dimension.
@@ -291,6 +352,8 @@ def build(graph: Graph, fallback: Callable[[Any], list[Any]]) -> BlasProgram | N
             elif n.op == "fused":
                 outs = w.group(n, operands)
                 w.var[n] = outs[0] if len(outs) == 1 else w.assign("(" + ", ".join(outs) + ",)")
+            elif _is_elementwise(n):
+                w.var[n] = w.loop([n], w.var, [n], n.op)[n]
             elif n.op == "tuple_get":
                 w.var[n] = f"{operands[0]}[{n.attrs['index']}]"
             else:

@@ -107,7 +107,7 @@ class CpuCompiled:
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         # Small matrix-vector graphs: one Numba call into BLAS instead of the driver (blas_program.py).
-        self.blas_program = blas_program.build(graph, self._fast) if not self.inplace else None
+        self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None
         if self.blas_program is not None:
             self._fast = self.blas_program.driver
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
