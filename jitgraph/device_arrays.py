@@ -19,7 +19,13 @@ from jitgraph.ir.types import TensorType
 def is_device_array(value: Any) -> bool:
     """Whether ``value`` lives on a GPU: it exposes ``__cuda_array_interface__`` (Numba device arrays, CuPy,
     torch CUDA tensors) or is a Numba simulator array. Cheap and imports nothing: the tracer may call it on
-    every argument."""
+    every argument. (``hasattr`` evaluates the interface property, a dict built per read on Numba's arrays, so
+    types known to be Numba device arrays are answered from a table.)"""
+    kind = type(value)
+    if kind is np.ndarray:
+        return False
+    if _FIXED.get(kind):
+        return True
     return hasattr(value, "__cuda_array_interface__") or getattr(value, "__cuda_ndarray__", False) is True
 
 
@@ -72,8 +78,19 @@ def _facts(value: Any) -> _Facts | None:
     found = _read(value)
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
-    _MEMO[id(value)] = (weakref.ref(value), found)
+    key = id(value)
+    # A weak reference with a callback: it forgets the entry when the array dies, and it is never the shared
+    # callback-free ``weakref.ref(value)`` a caller may hold (``memo_ref`` tells them apart).
+    _MEMO[key] = (weakref.ref(value, lambda ref, key=key: _MEMO.get(key, (None,))[0] is ref and _MEMO.pop(key)),
+                  found)
     return found
+
+
+def memo_ref(value: Any) -> Any:
+    """The weak reference this module's memo holds to ``value`` (None if none): not a reference a caller holds,
+    so code that asks whether anyone still refers to an array (``backends/cuda/outputs.py``) leaves it out."""
+    hit = _MEMO.get(id(value))
+    return hit[0] if hit is not None and hit[0]() is value else None
 
 
 def device_array_facts(value: Any) -> tuple[tuple[int, ...], np.dtype, tuple[int, ...]] | None:

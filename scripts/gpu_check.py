@@ -148,8 +148,13 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
     if not runtime.device_info().simulated:
         runtime.KERNEL_EVENTS = []
         launch_each = getattr(entry.compiled, "run_launching", entry.compiled)  # replays record no events
-        for _ in range(5):
-            launch_each(dev_leaves)
+        runtime.KERNEL_EVENTS = None
+        launch_each(dev_leaves)  # warm: library plans, CuPy's pool
+        runtime.synchronize()
+        runtime.KERNEL_EVENTS = []
+        with runtime.cuda().defer_cleanup():  # no cuMemFree (it waits for the GPU) inside a timed launch
+            for _ in range(5):
+                launch_each(dev_leaves)
         row["kernel"] = runtime.kernel_seconds(runtime.KERNEL_EVENTS) / 5
         per_kernel: dict[str, float] = {}
         for kname, s, e in runtime.KERNEL_EVENTS:

@@ -73,3 +73,32 @@ def test_dropped_replay_results_are_reused(recorder: LogRecorder) -> None:  # no
     (rec,) = c.replay.recordings.values()
     (slot,) = rec.slots.values()
     assert c.replay.replays == 6 and slot.reused >= 4 and len(slot.arrays) <= 2
+
+
+class _FixedDeviceArray:
+    """Stands for a Numba device array (module ``numba.*``, a CUDA array interface): its facts are remembered."""
+
+    def __init__(self, address: int) -> None:
+        self.address = address
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": (4,), "typestr": "<f4", "data": (self.address, False), "strides": None, "version": 3}
+
+
+_FixedDeviceArray.__module__ = "numba.cuda.fake_for_tests"
+
+
+def test_the_facts_memo_is_not_a_reference_the_caller_holds() -> None:
+    from jitgraph.backends.cuda.outputs import _references
+    from jitgraph.device_arrays import byte_range, device_array_facts, memo_ref
+
+    x = _FixedDeviceArray(4096)
+    before = _references(x)
+    assert device_array_facts(x) == ((4,), np.dtype(np.float32), (4,)) and byte_range(x) == (4096, 4112)
+    assert memo_ref(x) is not None and _references(x) == before  # remembered, yet not counted
+    user_ref = weakref.ref(x)  # a caller's weak reference is counted (it is not the memo's callback reference)
+    assert user_ref is not memo_ref(x) and _references(x) != before
+    del user_ref
+    x.address = 8192  # Numba's arrays never move; a remembered object answers from the memo
+    assert byte_range(x) == (4096, 4112)

@@ -6,7 +6,8 @@ costs 35 us for a scalar and 130 us for 40 MB on an H200 (``cuMemAlloc`` plus Nu
 the replay itself. An :class:`OutputSlot` remembers the arrays it handed out (``KEEP`` per result) and hands one
 out again when nothing but the slot refers to it: no other Python reference to the array object, none to the
 memory behind it (a Numba view of it holds a counted reference to that memory, a CuPy or torch array made from it
-holds the array object), and no weak reference. What counts as "nothing else" is measured on the fresh array
+holds the array object), and no weak reference (other than the one ``device_arrays`` keeps to remember an
+array's facts). What counts as "nothing else" is measured on the fresh array
 right after it is made, so the test does not depend on how many references Numba keeps internally.
 
 Ordering: the copy into a reused buffer is issued on the replay stream, which is ordered with the legacy default
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.backends.cuda import runtime
+from jitgraph.device_arrays import memo_ref
 
 KEEP = 2  # arrays remembered per result: two, so that ``x = f(x)`` alternates between two buffers
 
@@ -34,7 +36,8 @@ def _references(array: Any) -> tuple[int, ...]:
     Called with the array held by the slot's list, the caller's loop variable and this function's argument."""
     gpu_data = getattr(array, "gpu_data", None)  # a Numba device array: an OwnedPointer on counted memory
     inner = getattr(array, "_ary", None)  # a simulator array: the NumPy array behind it (views refer to it)
-    counts = [sys.getrefcount(array), weakref.getweakrefcount(array)]
+    ours = memo_ref(array)  # the device-array facts memo's weak reference is not the caller's
+    counts = [sys.getrefcount(array), sum(ref is not ours for ref in weakref.getweakrefs(array))]
     if gpu_data is not None:
         counts.append(sys.getrefcount(gpu_data))
         mem = getattr(gpu_data, "_mem", None)
