@@ -252,8 +252,8 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
           "applies); host us = host time per such call, GPU idle before it: the compiled graph alone / the user's call "
           "f(*device arrays) with its guards; kernel = CUDA-event time of the "
           "kernels alone (launched one by one); d2h = copying the results to the host; host-args = a call with "
-          "NumPy arguments (pays both transfers); GEMM/cuBLAS = this graph's GEMM time over cuBLAS alone on the same "
-          "products (<= 1.11 means >= 90% of cuBLAS); 1st call = trace and compile, or load from the disk cache")
+          "NumPy arguments (pays both transfers); GEMM/cuBLAS = this graph's GEMM time over the same cuBLAS calls "
+          "timed alone (<= 1.11 means >= 90% of cuBLAS); 1st call = trace and compile, or load from the disk cache")
     head = (f"| {'workload':<34} | {'NumPy ms':>9} | {'cpu ms':>8} | {'gpu ms':>8} | {'host us':>9} | "
             f"{'kernel ms':>9} | {'d2h ms':>7} | {'host-args ms':>12} | {'vs NumPy':>8} | {'vs cpu':>6} | "
             f"{'GEMM/cuBLAS':>11} | {'1st call s':>10} | ok  |")
@@ -275,7 +275,8 @@ def table(scale: float, peak: float | None, repeat: int, budget: float) -> None:
         vs_cpu = f"{row['cpu'] / row['gpu']:.1f}x" if "gpu" in row and "cpu" in row else "-"
         host_us = f"{row['host_us']:.0f}/{row['call_us']:.0f}" if "call_us" in row else "-"
         gemm = row.get("gemm")
-        gemm_ratio = f"{gemm[0] / gemm[1]:.2f}" if isinstance(gemm, tuple) and gemm[1] > 0 else "-"
+        reference = (gemm[2] or gemm[1]) if isinstance(gemm, tuple) else 0.0  # the same planned calls, timed alone
+        gemm_ratio = f"{gemm[0] / reference:.2f}" if reference else "-"
         first = f"{row['compile']:.2f}" if "compile" in row else "-"  # trace + compile, or load from the disk cache
         ok = {True: "yes", False: "NO"}.get(row.get("ok"), "-")
         label = f"{name} {desc}"[:34]
