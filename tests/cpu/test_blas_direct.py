@@ -177,3 +177,11 @@ def test_math_comparisons_and_casts_in_epilogues(dtype, math):
 def test_mixed_dtype_product_widens_the_vector():
     rng = np.random.default_rng(7)
     _check(mixed_matvec, rng.standard_normal((5, 4)), rng.standard_normal(4).astype(np.float32))
+
+
+def test_boolean_output():
+    def positive(A, x):
+        return A @ x > 0.0
+
+    rng = np.random.default_rng(8)
+    _check(positive, rng.standard_normal((5, 3)), rng.standard_normal(3))

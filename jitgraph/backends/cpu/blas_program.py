@@ -20,19 +20,21 @@ the ordinary driver. Where NumPy's BLAS is not found (:func:`blas.available`) no
 from __future__ import annotations
 
 import ctypes
-import itertools
-import linecache
 import math
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 
 from jitgraph import config
 from jitgraph.backends.cpu import blas
+from jitgraph.backends.cpu import cache as kcache
+from jitgraph.backends.cpu.cache_safety import CacheRefused
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import TensorType
@@ -46,23 +48,33 @@ _COMPARE = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">
 _LIBM = {"exp": "exp", "log": "log", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "tanh": "tanh",
          "sin": "sin", "cos": "cos"}
 _NO_TRANS, _TRANS = 111, 112
-_ids = itertools.count()
 
 
 @cache
 def _gemv(dtype: np.dtype) -> Any:
-    """The ctypes function ``cblas_?gemv`` (ILP64) of NumPy's OpenBLAS, or None."""
+    """The ctypes function ``cblas_?gemv`` (ILP64) of NumPy's OpenBLAS (for its name and address), or None."""
     lib = blas._library()
     if lib is None or dtype not in _DTYPES:
         return None
-    fn = getattr(lib, "scipy_cblas_sgemv64_" if dtype == np.float32 else "scipy_cblas_dgemv64_", None)
+    return getattr(lib, "scipy_cblas_sgemv64_" if dtype == np.float32 else "scipy_cblas_dgemv64_", None)
+
+
+def _external(dtype: np.dtype) -> Any:
+    """``cblas_?gemv`` as a Numba external function, called by symbol name, so a program that calls it can be
+    cached on disk (a ctypes function pointer is an address Numba will not cache). The symbol is registered with
+    LLVM from the library NumPy loaded. Pointers are passed as integers (``arr.ctypes.data``), as the C calling
+    convention passes them; the CBLAS enums are C ints."""
+    fn = _gemv(dtype)
     if fn is None:
         return None
-    scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-    i64, c_int, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-    fn.argtypes = [c_int, c_int, i64, i64, scalar, ptr, i64, ptr, i64, scalar, ptr, i64]
-    fn.restype = None
-    return fn
+    llvm.add_symbol(fn.__name__, ctypes.cast(fn, ctypes.c_void_p).value)
+    t = numba.types
+    scalar, i32, i64, ptr = numba.from_dtype(dtype), t.int32, t.int64, t.uintp
+    return t.ExternalFunction(fn.__name__, t.void(i32, i32, i64, i64, scalar, ptr, i64, ptr, i64, scalar, ptr, i64))
+
+
+_COMPILING = threading.Lock()  # one compile at a time of a program module several graphs may share
+GEMV_float32, GEMV_float64 = _external(_DTYPES[0]), _external(_DTYPES[1])  # imported by the generated programs
 
 
 class BlasProgram:
@@ -70,15 +82,20 @@ class BlasProgram:
     call: it checks that later arguments have exactly their shapes and strides (returning None otherwise) and runs
     the graph, returning its output or the tuple of its outputs.
 
-    One compile per graph (~0.3 s), for the layouts the graph's types promise; arguments Numba types otherwise (a
-    read-only array, another layout) raise TypeError, as the function compiles nothing more, and calls with other
-    shapes or strides get None: either way :meth:`driver` then runs ``fallback``, the ordinary driver."""
+    One compile per graph (~0.3 s; later processes load it from the kernel cache, cache.py), for the layouts the
+    graph's types promise; arguments Numba types otherwise (a read-only array, another layout) raise TypeError, as
+    the function compiles nothing more, and calls with other shapes or strides get None: either way
+    :meth:`driver` then runs ``fallback``, the ordinary driver."""
 
-    def __init__(self, body: str, ns: dict[str, Any], n_inputs: int, n_outputs: int, types: tuple[Any, ...],
+    def __init__(self, writer: _Writer, n_inputs: int, n_outputs: int, types: tuple[Any, ...], use_cache: bool,
                  fallback: Callable[[Any], list[Any]]) -> None:
-        self.body, self.ns, self.n_inputs, self.n_outputs, self.types = body, ns, n_inputs, n_outputs, types
+        self.body = "\n".join(writer.lines) + "\n"
+        self.header = "".join(line + "\n" for line in sorted(writer.imports)) + \
+            "".join(f"{name} = {expr}\n" for name, expr in writer.header.items())
+        self.n_inputs, self.n_outputs, self.types, self.use_cache = n_inputs, n_outputs, types, use_cache
         self.fallback = fallback
-        self.source = body  # until compiled: then with its checks
+        self.source = self.body  # until compiled: then the whole module
+        self.seconds = 0.0  # compiling or loading it, once done
         self._function: Any = None
         self._key: tuple | None = None
         self._failed = False
@@ -106,19 +123,28 @@ class BlasProgram:
         params = ", ".join(f"a{k}" for k in range(self.n_inputs))
         checks = " or ".join(f"a{k}.shape != {shape!r} or a{k}.strides != {strides!r}"
                              for k, (shape, strides) in enumerate(key))
-        source = (f"def program({params}):\n    if {checks}:\n        return None  # not the arrays compiled for\n"
+        source = (f'"""A graph run as one Numba function calling BLAS (jitgraph/backends/cpu/blas_program.py)."""\n'
+                  f"import numba\nimport numpy as np\n{self.header}\n\n"
+                  f'@numba.njit(cache={self.use_cache}, error_model="numpy")\n'
+                  f"def program({params}):\n    if {checks}:\n        return None  # not the arrays compiled for\n"
                   + self.body)
-        filename = f"<jitgraph blas program #{next(_ids)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        ns = dict(self.ns)
-        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
-        function = numba.njit(ns["program"], error_model="numpy")
+        started = time.perf_counter()
         try:
-            function.compile(types)
+            try:
+                module = kcache.load_module("blas_program", source, self.use_cache)
+            except CacheRefused:  # the cache directory failed its checks: compiled in memory
+                module = kcache.load_module("blas_program", source, False)
+            function = module.program  # shared by every graph of the same source (one module per source)
+            with _COMPILING:
+                if types not in function.overloads:
+                    with kcache.compile_lock(function):
+                        function.compile(types)
+                    kcache.record_dispatch(function)
+                function.disable_compile()
         except Exception:  # noqa: BLE001 - a program Numba cannot compile keeps the ordinary driver
             self._failed = True
             return
-        function.disable_compile()
+        self.seconds = time.perf_counter() - started
         self.source, self._function, self._key = source, function, key
 
     def driver(self, args: Sequence[Any]) -> list[Any]:
@@ -175,7 +201,9 @@ class _Writer:
     def __init__(self, math_option: str) -> None:
         self.math = math_option
         self.lines: list[str] = []
-        self.ns: dict[str, Any] = {"np": np}
+        # Module-level names of the generated source: name -> expression, and the imports they need.
+        self.header: dict[str, str] = {}
+        self.imports: set[str] = set()
         self.var: dict[Node, str] = {}
         self._n = 0
 
@@ -206,16 +234,16 @@ class _Writer:
             raise _Reject
         if layout not in ("C", "F") or matrix.type.shape == ():
             raise _Reject
-        self.ns[f"D{dtype.char}"] = dtype
-        self.ns[f"GEMV{dtype.char}"] = _gemv(dtype)
+        self.header[f"D{dtype.name}"] = f"np.dtype({dtype.name!r})"
+        self.imports.add(f"from jitgraph.backends.cpu.blas_program import GEMV_{dtype.name}")
         y = self.fresh()
         if k == 0 or m == 0:
-            self.lines.append(f"    {y} = np.zeros({m}, D{dtype.char})  # {node.op}: empty")
+            self.lines.append(f"    {y} = np.zeros({m}, D{dtype.name})  # {node.op}: empty")
             return y
         # Row-major A (m x k) is gemv NoTrans with lda = k; column-major A is row-major A.T (k x m), so Trans, lda = m.
         trans, rows, cols = (_NO_TRANS, m, k) if layout == "C" else (_TRANS, k, m)
-        self.lines.append(f"    {y} = np.empty({m}, D{dtype.char})")
-        self.lines.append(f"    GEMV{dtype.char}(101, {trans}, {rows}, {cols}, 1.0, {mat}.ctypes.data, {cols}, "
+        self.lines.append(f"    {y} = np.empty({m}, D{dtype.name})")
+        self.lines.append(f"    GEMV_{dtype.name}(101, {trans}, {rows}, {cols}, 1.0, {mat}.ctypes.data, {cols}, "
                           f"{vec}.ctypes.data, 1, 0.0, {y}.ctypes.data, 1)  # {node.op}")
         return y
 
@@ -225,9 +253,9 @@ class _Writer:
         if (_dtype_of(node), dtype) != _DTYPES:
             raise _Reject
         out = self.fresh()
-        self.ns["Dd"], self.ns["Td"] = dtype, dtype.type
-        self.lines += [f"    {out} = np.empty({node.type.shape[0]}, Dd)", f"    for i in range({node.type.shape[0]}):",
-                       f"        {out}[i] = Td({operand}[i])"]
+        self.header["Dfloat64"], self.header["Tfloat64"] = "np.dtype('float64')", "np.float64"
+        self.lines += [f"    {out} = np.empty({node.type.shape[0]}, Dfloat64)",
+                       f"    for i in range({node.type.shape[0]}):", f"        {out}[i] = Tfloat64({operand}[i])"]
         return out
 
     def transpose(self, node: Node, operand: str) -> str:
@@ -284,8 +312,9 @@ class _Writer:
                 if i in element:
                     args.append(element[i])
                 elif i.op == "const":
-                    name = f"K{len(self.ns)}"
-                    self.ns[name] = _constant(i, operand_dtype)
+                    name = f"K{len(self.header)}"
+                    value = float(_constant(i, operand_dtype))  # exact in a float64, written exactly in hex
+                    self.header[name] = f"np.{operand_dtype.name}(float.fromhex({value.hex()!r}))"
                     args.append(name)
                 elif i in local and isinstance(i.type, TensorType) and not i.type.weak and i.type.shape == shape:
                     args.append(f"{local[i]}[i]")
@@ -298,8 +327,8 @@ class _Writer:
             if o in element and o not in stored:
                 stored[o] = out = self.fresh()
                 dtype = _dtype_of_any(o)
-                self.ns[f"D{dtype.char}"] = dtype
-                self.lines.append(f"    {out} = np.empty({shape[0]}, D{dtype.char})")
+                self.header[f"D{dtype.name}"] = f"np.dtype({dtype.name!r})"
+                self.lines.append(f"    {out} = np.empty({shape[0]}, D{dtype.name})")
                 inner.append(f"        {out}[i] = {element[o]}")
         self.lines.append(f"    for i in range({shape[0]}):  # {label}")
         self.lines += inner
@@ -312,14 +341,16 @@ class _Writer:
         if m.op in _COMPARE:
             return f"({args[0]} {_COMPARE[m.op]} {args[1]})"
         dtype = _dtype_of_any(m)
-        cast = f"T{dtype.char}"
-        self.ns[cast] = dtype.type  # np.float32(x) in Numba: NumPy's rounding cast
+        cast = f"T{dtype.name}"
+        self.header[cast] = f"np.{dtype.name}"  # np.float32(x) in Numba: NumPy's rounding cast
         if m.op == "astype":
             return f"{cast}({args[0]})"
         fn = VECTOR_MATH.get((m.op, dtype.name)) if self.math == "fast" else None
-        name = f"M{m.op}_{dtype.char}"
-        self.ns[name] = fn if fn is not None else getattr(math, _LIBM[m.op])
-        return f"{cast}({name}({args[0]}))"
+        if fn is not None:
+            self.imports.add(f"from jitgraph.backends.cpu.mathlib import {fn.__name__}")
+            return f"{cast}({fn.__name__}({args[0]}))"
+        self.imports.add("import math")
+        return f"{cast}(math.{_LIBM[m.op]}({args[0]}))"
 
     def assign(self, expr: str) -> str:
         name = self.fresh()
@@ -367,9 +398,10 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
     results = [w.var[o] for o in graph.outputs]
     w.lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return ({', '.join(results)},)")
     # The Numba types of arrays laid out as promised (a contiguous vector is "C" to Numba whatever the promise).
+    use_cache = bool(config.option(options, "cache"))
     types = tuple(numba.types.Array(numba.from_dtype(n.type.dtype), n.type.ndim, n.type.layout if n.type.ndim == 2
                                     else "C") for n in graph.inputs)
-    return BlasProgram("\n".join(w.lines) + "\n", w.ns, len(graph.inputs), len(results), types, fallback)
+    return BlasProgram(w, len(graph.inputs), len(results), types, use_cache, fallback)
 
 
 def _all_nodes(graph: Graph) -> list[Node]:

@@ -144,7 +144,10 @@ class CpuCompiled:
 
     def compile_times(self) -> dict[str, float]:
         """Code generation and Numba seconds of the kernels built so far (they are built on first call)."""
-        return {phase: sum(k.times[phase] for k in self.kernels.values()) for phase in ("codegen", "numba")}
+        times = {phase: sum(k.times[phase] for k in self.kernels.values()) for phase in ("codegen", "numba")}
+        if self.blas_program is not None:
+            times["numba"] += self.blas_program.seconds
+        return times
 
     def fallback_reason(self) -> str | None:
         return None
