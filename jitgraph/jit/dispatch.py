@@ -67,6 +67,7 @@ class _Writer:
         # Where a compiled program checks the arrays' shapes and strides itself (program_path), their full checks
         # are collected here, for the path that does not run it, instead of being written at once.
         self.deferred: list[str] | None = None
+        self.types: list[str] = []
         self._n = 0
 
     def const(self, value: Any) -> str:
@@ -107,8 +108,8 @@ class _Writer:
                     f"{value.strides!r} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})")
             if self.deferred is None:
                 self.fail_if(full, why)
-            else:
-                self.fail_if(f"type({v}) is not ndarray", f"{label}: an array")
+            else:  # only the type here, all at once (``types``); the rest in Numba, or after it (``deferred``)
+                self.types.append(f"type({v}) is not ndarray")
                 self.deferred += [f"    if {full}:  # {why}", "        return MISS"]
             self.leaves.append(v)
             self.arrays.append(v)
@@ -191,7 +192,8 @@ class _Writer:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
         memory; ``alias_pattern`` itself where that pass cannot decide, or for ``exact`` patterns."""
         if exact:
-            self.lines.append(f"    if alias_pattern(leaves) != {self.const(entry.alias)}:  # aliasing as traced")
+            self.lines.append(f"    if alias_pattern([{', '.join(self.leaves)}]) != {self.const(entry.alias)}:"
+                              "  # aliasing as traced")
             self.lines.append("        return MISS")
             return
         arrays, extras = self.arrays, self.extras
@@ -221,7 +223,7 @@ class _Writer:
         else:
             same = f"len({{{', '.join(owners)}}}) != {len(owners)}"
         self.lines.append(f"{pad}if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
-        self.lines.append(f"{pad}    if alias_pattern(leaves) is not None:")
+        self.lines.append(f"{pad}    if alias_pattern([{', '.join(self.leaves)}]) is not None:")
         self.lines.append(f"{pad}        return MISS")
 
 
@@ -254,17 +256,23 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
             w.fail_if(pk, "no keyword arguments")
     except _Unsupported:
         return None, ()
+    if w.types:
+        w.fail_if(" or ".join(w.types), "not all arrays")
     if traced.dynamic:  # the guards, the graph and the result builder see the dynamic ints wrapped
         w.ns["view"], w.ns["DYNAMIC"] = view, traced.dynamic
         w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
     if entry.check is not None:
         w.guards(entry)
-    w.lines.append(f"    leaves = [{', '.join(w.leaves)}]")
+    leaves = f"    leaves = [{', '.join(w.leaves)}]"
+    if checked is None:
+        w.lines.append(leaves)
     w.aliasing(entry, exact=entry.alias is not None)
     w.ns.update(E=entry, HITS=hits, SLOW=slow)
     direct = _direct_lines(entry, w)
     if checked is not None and direct:
         w.lines += _program_lines(entry, w, checked)
+    if checked is not None:  # the list only past the program's hit
+        w.lines.append(leaves)
     if w.deferred:
         w.lines += w.deferred
     w.lines += ["    next(HITS)", "    if E.fast:"]
