@@ -20,6 +20,7 @@ the ordinary driver. Where NumPy's BLAS is not found (:func:`blas.available`) no
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import threading
 import time
@@ -48,6 +49,7 @@ _COMPARE = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">
 _LIBM = {"exp": "exp", "log": "log", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "tanh": "tanh",
          "sin": "sin", "cos": "cos"}
 _NO_TRANS, _TRANS = 111, 112
+_log = logging.getLogger("jitgraph.perf")
 
 
 @cache
@@ -394,6 +396,9 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
             if o.op in ("input", "transpose") or not isinstance(o.type, TensorType) or o.type.ndim != 1:
                 raise _Reject
     except _Reject:
+        return None
+    except Exception:  # noqa: BLE001 - a case mishandled here must not cost the graph its backend
+        _log.warning("blas_program: no program for this graph (the ordinary driver runs it)", exc_info=True)
         return None
     results = [w.var[o] for o in graph.outputs]
     w.lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return ({', '.join(results)},)")
