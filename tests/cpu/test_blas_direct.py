@@ -185,3 +185,11 @@ def test_boolean_output():
 
     rng = np.random.default_rng(8)
     _check(positive, rng.standard_normal((5, 3)), rng.standard_normal(3))
+
+
+def test_epilogues_past_the_parallel_threshold_keep_the_driver(monkeypatch):
+    monkeypatch.setattr(blas_program, "parallel_threshold", lambda cost: 8)  # the loop is serial; kernels need not be
+    rng = np.random.default_rng(9)
+    _check(gesummv, rng.standard_normal((9, 4)), rng.standard_normal((9, 4)), rng.standard_normal(4),
+           expect_program=False)
+    _check(atax, rng.standard_normal((9, 4)), rng.standard_normal(4))  # no loop: still the program

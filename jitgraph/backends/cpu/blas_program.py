@@ -1,20 +1,24 @@
-"""A graph of small matrix-vector products and their linear epilogues, run as one Numba function that calls BLAS.
+"""A graph of small matrix-vector products and their elementwise epilogues, run as one Numba function calling BLAS.
 
 Why: ``A.T @ (A @ x)`` or ``1.5 * (A @ x) + 1.2 * (B @ x)`` over a few hundred elements costs eager NumPy one
-``matmul`` ufunc dispatch (~1.5 us) per product and one per elementwise op, and the compiled driver paid the same
+``matmul`` ufunc dispatch (~1 us) per product and one per elementwise op, and the compiled driver paid the same
 calls plus the runner and NumPy's error state (~0.5 us to set and reset, needed because ``matmul`` warns on inf/nan).
-Here the whole graph is one generated Numba function: each product is a direct ``cblas_?gemv`` call into the BLAS
-NumPy itself links (:mod:`jitgraph.backends.cpu.blas` finds it; Numba calls the ctypes symbol as a plain C call, no
+Here the whole graph is one generated Numba function: each product a direct ``cblas_?gemv`` call into the BLAS NumPy
+itself links (:mod:`jitgraph.backends.cpu.blas` finds it; Numba calls it by symbol name as a plain C call, no
 marshalling), each fused epilogue one loop. One Python-to-Numba call per graph call, no ``errstate`` (no NumPy ufunc
-runs, and a compiled graph reports no floating-point warnings anyway).
+runs, and a compiled graph reports no floating-point warnings anyway). The function checks the arrays' shapes and
+strides itself, so a dispatch runner need not (jit/dispatch.py), and goes through the kernel disk cache (cache.py).
 
-Results are NumPy's bit for bit: NumPy's ``matmul`` of a matrix and a vector is the same ``gemv`` (alpha 1, beta 0,
-the transpose as a flag), and the epilogue loop does NumPy's elementwise ops in NumPy's order and dtype (Python
-scalars converted to the array dtype as NEP 50 does; Numba contracts nothing into FMAs without ``fastmath``).
+Results are NumPy's bit for bit, transcendental functions aside: NumPy's ``matmul`` of a matrix and a vector is the
+same ``gemv`` (alpha 1, beta 0, the transpose as a flag), and the loop does NumPy's elementwise ops in NumPy's order
+and dtypes (Python scalars converted to the array dtype as NEP 50 does; Numba contracts nothing into FMAs without
+``fastmath``). ``exp``, ``log``, ``tanh``, ... use jitgraph's vector math, as the fused kernels do (libm for
+``math="libm"``).
 
-Taken only where every node is understood: float32/float64 inputs, 2-D transposes, matrix-vector products of one
-dtype, fused groups of add/subtract/multiply/divide/negative over one 1-D shape, no mutations; anything else keeps
-the ordinary driver. Where NumPy's BLAS is not found (:func:`blas.available`) nothing changes.
+Taken only where every node is understood: float32/float64 inputs laid out C or F, 2-D transposes, matrix-vector
+products (a float32 vector widened for a float64 product), and elementwise groups over one 1-D shape of arithmetic,
+comparisons, casts and those math functions; no mutations. Anything else keeps the ordinary driver, which also runs
+any call whose arrays the compiled function was not compiled for. Where NumPy's BLAS is not found, nothing changes.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from jitgraph.backends.cpu import blas
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.cache_safety import CacheRefused
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
+from jitgraph.backends.cpu.threads import parallel_threshold
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.types import TensorType
 
@@ -48,6 +53,7 @@ _COMPARE = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">
 # Unary math: jitgraph's vector math (mathlib.py, <= 4 ulp, as the fused kernels use) for math="fast", else libm.
 _LIBM = {"exp": "exp", "log": "log", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt", "tanh": "tanh",
          "sin": "sin", "cos": "cos"}
+_MATH_COST = 20  # a transcendental function's cost per element for threads.parallel_threshold, in simple ops
 _NO_TRANS, _TRANS = 111, 112
 _log = logging.getLogger("jitgraph.perf")
 
@@ -292,6 +298,9 @@ class _Writer:
         if not members:
             return {}
         shape = members[0].type.shape
+        # The loop is serial: past the size from which a fused kernel runs on several threads, the ordinary driver.
+        if math.prod(shape) >= parallel_threshold(_MATH_COST if any(m.op in _LIBM for m in members) else 1):
+            raise _Reject
         element: dict[Node, str] = {}
         inner: list[str] = []
         for m in members:

@@ -106,8 +106,7 @@ class CpuCompiled:
             del self.kernels[n]
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
-        # Small matrix-vector graphs: one Numba call into BLAS instead of the driver (blas_program.py).
-        self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None
+        self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None  # BLAS calls
         if self.blas_program is not None:
             self._fast = self.blas_program.driver
         self._safe = self._driver({})[1]["driver"] if self.inplace else self._fast
@@ -128,8 +127,8 @@ class CpuCompiled:
 
     # -- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
-        """Each fused kernel's module source (empty until its first call builds it), then the driver, and the BLAS
-        program where the graph has one."""
+        """Each fused kernel's module source (empty until its first call builds it), then the driver; or the BLAS
+        program and the driver."""
         if self.blas_program is not None:
             return [KernelSource("BLAS program (blas_program.py: the whole graph, one Numba function)",
                                  self.blas_program.source), KernelSource(_DRIVER_TITLE, self.driver_source)]
@@ -145,8 +144,7 @@ class CpuCompiled:
     def compile_times(self) -> dict[str, float]:
         """Code generation and Numba seconds of the kernels built so far (they are built on first call)."""
         times = {phase: sum(k.times[phase] for k in self.kernels.values()) for phase in ("codegen", "numba")}
-        if self.blas_program is not None:
-            times["numba"] += self.blas_program.seconds
+        times["numba"] += self.blas_program.seconds if self.blas_program is not None else 0.0
         return times
 
     def fallback_reason(self) -> str | None:
