@@ -24,6 +24,7 @@ from jitgraph import config
 from jitgraph.backends.cpu import blas, interrupts, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.buffers import OutputSlot
+from jitgraph.backends.cpu.compile_gc import collector_paused
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
@@ -343,8 +344,9 @@ class GroupKernel:
         launch is not registered, and the kernel's dispatcher and module are dropped, so the next call starts
         afresh. A Ctrl-C meanwhile is delivered after the compile (see :mod:`interrupts`)."""
         planned = time.perf_counter()
-        # A spinner on a terminal when this takes over ~0.5 s; Ctrl-C waits for the end of the compile.
-        with interrupts.deferred(), compiling(f"kernel {self.name}"):
+        # A spinner on a terminal when this takes over ~0.5 s; Ctrl-C waits for the end of the compile; the cyclic
+        # garbage collector waits too (its full collections cost ~0.1 s each during a compile: compile_gc.py).
+        with interrupts.deferred(), compiling(f"kernel {self.name}"), collector_paused():
             launch = self._plan(operands, dict(inplace))
             start = time.perf_counter()
             try:

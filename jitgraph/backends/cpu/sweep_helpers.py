@@ -48,7 +48,10 @@ def helper(emit: Any, w: Any, name: str, reds: list, idx: dict[int, str], last: 
     assigned = {m.group(1) for line in body if (m := _ASSIGNED.match(line))}
     free = sorted({m for line in body for m in _FREE.findall(line)} - assigned - {f"i{last}"}, key=_natural)
     params = ["jb", "m", *free]
-    lines = ["@njit(cache=CACHE, error_model='numpy', fastmath={'reassoc'}, nogil=True)",
+    # Only the kernel calls it: no wrappers for calls from Python or C (a helper's compile then costs ~0.07 s less,
+    # and the kernel's machine code is the same).
+    lines = [("@njit(cache=CACHE, error_model='numpy', fastmath={'reassoc'}, nogil=True, no_cpython_wrapper=True, "
+              "no_cfunc_wrapper=True)"),
              f"def {name}({', '.join(params)}):"]
     lines += [f"    {s} = {E.cast('0', dtype)}" for s, dtype in sums]
     lines.append(f"    for i{last} in range(np.uint64(jb), np.uint64(jb + m)):")
