@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep, row_prefetch, streaming, sweep_helpers
+from jitgraph.backends.cpu import column_sweep, flat_body, row_prefetch, streaming, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.backends.cpu.reduction_lanes import LANES, block_sum, lane_count
 from jitgraph.backends.cpu.reduction_lanes import combine as _combine
@@ -201,29 +201,16 @@ class _Emit:
             column_sweep.column_body(self, w, idx)
         elif spec.inner and column_sweep.fits_levels(self):
             column_sweep.levels_body(self, w, idx)
+        elif not spec.inner:
+            flat_body.flat_body(self, w, idx)
         else:
             self.loops(w, self.outer_dims, idx, bool(self.outer_dims))
-            if not spec.inner:
-                self._flat_body(w, idx)
-            else:
-                self._reduction_body(w, idx)
+            self._reduction_body(w, idx)
         w.lines[top:top] = ["    " + line for line in self.prologue]
         if self.fence:
             w.depth = 1
             w("jg_stream_fence()  # the streamed rows reach memory before the launcher returns them")
         return w.lines
-
-    def _flat_body(self, w: _Writer, idx: dict[int, str]) -> None:
-        """No reduction: every member is computed once per element, in body order."""
-        for n in self.spec.body.nodes:
-            if self.operand(n):
-                for a in self.loads_for.get(n, []):
-                    w(f"x{a.name} = {self.index(a, idx)}")
-        for n in self.members:
-            if n not in self.scalar_nodes:
-                w(f"{self.var[n]} = {self.expr(n, '')}")
-        for o in self.spec.outputs:
-            w(f"{self.index(o, idx)} = {self.ref(o.value, '')}")
 
     def _reduction_body(self, w: _Writer, idx: dict[int, str]) -> None:
         spec = self.spec
