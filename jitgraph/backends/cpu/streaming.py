@@ -38,37 +38,25 @@ from numba.extending import intrinsic
 
 CACHE_FRACTION = 0.75
 DEFAULT_CACHE_BYTES = 32 << 20  # when the system does not say
-DEFAULT_L2_BYTES = 1 << 20
 VECTOR_BYTES = 32  # one AVX register; ``vmovntps`` needs the address aligned to it
 
 
 @functools.cache
-def _data_caches() -> dict[int, int]:
-    """CPU 0's data (or unified) caches from Linux's sysfs: {level: bytes}; empty where sysfs does not say."""
-    sizes: dict[int, int] = {}
+def last_level_cache_bytes() -> int:
+    """Size of the largest data cache of CPU 0, from Linux's sysfs (``DEFAULT_CACHE_BYTES`` where it is absent)."""
+    best = 0
     for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
             if (index / "type").read_text().strip() == "Instruction":
                 continue
             text = (index / "size").read_text().strip().upper()
-            level = int((index / "level").read_text().strip())
-        except (OSError, ValueError):
+        except OSError:
             continue
         scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
         digits = text.rstrip("KMG")
         if digits.isdigit():
-            sizes[level] = max(sizes.get(level, 0), int(digits) * scale)
-    return sizes
-
-
-def last_level_cache_bytes() -> int:
-    """Size of the largest data cache of CPU 0 (``DEFAULT_CACHE_BYTES`` where sysfs does not say)."""
-    return max(_data_caches().values(), default=0) or DEFAULT_CACHE_BYTES
-
-
-def l2_cache_bytes() -> int:
-    """Size of CPU 0's level-2 cache (``DEFAULT_L2_BYTES`` where sysfs does not say): what one core keeps close."""
-    return _data_caches().get(2) or DEFAULT_L2_BYTES
+            best = max(best, int(digits) * scale)
+    return best or DEFAULT_CACHE_BYTES
 
 
 def available() -> bool:
