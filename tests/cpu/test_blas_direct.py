@@ -193,3 +193,12 @@ def test_epilogues_past_the_parallel_threshold_keep_the_driver(monkeypatch):
     _check(gesummv, rng.standard_normal((9, 4)), rng.standard_normal((9, 4)), rng.standard_normal(4),
            expect_program=False)
     _check(atax, rng.standard_normal((9, 4)), rng.standard_normal(4))  # no loop: still the program
+
+
+def test_many_sizes_match_numpy():
+    """Sizes are constants of a program: other sizes (new entries, size variants) never reuse one wrongly."""
+    rng = np.random.default_rng(10)
+    compiled = jitgraph.compile(gesummv)
+    for n in (3, 4, 5, 6, 7, 8, 4, 3):
+        A, B, x = rng.standard_normal((n + 1, n)), rng.standard_normal((n + 1, n)), rng.standard_normal(n)
+        np.testing.assert_array_equal(compiled(A, B, x), gesummv(A, B, x))

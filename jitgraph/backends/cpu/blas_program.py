@@ -95,8 +95,10 @@ class BlasProgram:
     the function compiles nothing more, and calls with other shapes or strides get None: either way
     :meth:`driver` then runs ``fallback``, the ordinary driver."""
 
-    def __init__(self, writer: _Writer, n_inputs: int, n_outputs: int, types: tuple[Any, ...], use_cache: bool,
+    def __init__(self, writer: _Writer, graph: Graph, n_outputs: int, types: tuple[Any, ...], use_cache: bool,
                  fallback: Callable[[Any], list[Any]]) -> None:
+        n_inputs = len(graph.inputs)
+        self.shapes = tuple(n.type.shape for n in graph.inputs)
         self.body = "\n".join(writer.lines) + "\n"
         self.header = "".join(line + "\n" for line in sorted(writer.imports)) + \
             "".join(f"{name} = {expr}\n" for name, expr in writer.header.items())
@@ -118,6 +120,8 @@ class BlasProgram:
         if len(leaves) != self.n_inputs or not all(type(a) is np.ndarray for a in leaves):
             return None
         key = tuple((a.shape, a.strides) for a in leaves)
+        if tuple(shape for shape, _ in key) != self.shapes:  # the sizes are constants of the program
+            return None
         with self._lock:
             if self._function is None and not self._failed:
                 self._compile(leaves, key)
@@ -415,7 +419,7 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
     use_cache = bool(config.option(options, "cache"))
     types = tuple(numba.types.Array(numba.from_dtype(n.type.dtype), n.type.ndim, n.type.layout if n.type.ndim == 2
                                     else "C") for n in graph.inputs)
-    return BlasProgram(w, len(graph.inputs), len(results), types, use_cache, fallback)
+    return BlasProgram(w, graph, len(results), types, use_cache, fallback)
 
 
 def _all_nodes(graph: Graph) -> list[Node]:
