@@ -342,29 +342,28 @@ def _checked_program(entry: Entry) -> Any | None:
     return make(list(traced.args))
 
 
-def _program_lines(entry: Entry, w: _Writer, checked: Any) -> list[str]:
+def _program_lines(entry: Entry, w: _Writer, checked: tuple[Any, tuple]) -> list[str]:
     """The hit through a program that checks the arrays' shapes and strides itself (``_checked_program``): Numba
-    has them unboxed, where each ``shape``/``strides`` read here builds a tuple (~0.3 us an array). It returns None
-    for other shapes or strides and raises TypeError for other dtypes or layouts (it compiles nothing more): a miss
-    either way, which the generic path then decides. Only for the entry as published (``E.compiled is COMPILED``);
+    has them unboxed, where each ``shape``/``strides`` read here builds a tuple (~0.3 us an array). The runner
+    allocates the outputs (cheaper than Numba boxing arrays it allocated); the program returns False for other
+    shapes or strides and raises TypeError for other dtypes or layouts (it compiles nothing more): a miss either
+    way, which the generic path then decides. Only for the entry as published (``E.compiled is COMPILED``);
     otherwise the full checks follow."""
+    function, outputs = checked
     spec = entry.traced.out_spec
     parts = [spec[1]] if spec[0] == "out" else [p[1] for p in spec[1]]
-    single = len(entry.compiled.graph.outputs) == 1
-    names = ["o" if single else f"o[{k}]" for k in parts]
-    wrap = None if spec[0] == "out" else spec[0]
-    if wrap == "tuple" and not single and parts == list(range(len(entry.compiled.graph.outputs))):
-        names, wrap = ["o"], None  # the program's own tuple, as it is
-    w.ns["CHECKED"] = checked
+    w.ns.update(CHECKED=function, EMPTY=np.empty, **{f"OD{k}": dtype for k, (_, dtype) in enumerate(outputs)})
+    outs = [f"r{k}" for k in range(len(outputs))]
     return ["    if E.fast and E.compiled is COMPILED and E.build is BUILD:  # Numba checks shapes and strides",
+            *(f"        {r} = EMPTY({n}, OD{k})" for k, (r, (n, _)) in enumerate(zip(outs, outputs))),
             "        try:",
-            f"            o = CHECKED({', '.join(w.arrays)})",
+            f"            ran = CHECKED({', '.join(w.arrays + outs)})",
             "        except Exception:  # another dtype, layout or read-only: the generic path decides",
             "            return MISS",
-            "        if o is None:  # other shapes or strides",
+            "        if not ran:  # other shapes or strides",
             "            return MISS",
             "        next(HITS)",
-            f"        return {_result(names, wrap)}"]
+            f"        return {_result([outs[k] for k in parts], None if spec[0] == 'out' else spec[0])}"]
 
 
 def _result(names: list[str], wrap: str | None) -> str:

@@ -95,10 +95,13 @@ class BlasProgram:
     the function compiles nothing more, and calls with other shapes or strides get None: either way
     :meth:`driver` then runs ``fallback``, the ordinary driver."""
 
-    def __init__(self, writer: _Writer, graph: Graph, n_outputs: int, types: tuple[Any, ...], use_cache: bool,
+    def __init__(self, writer: _Writer, graph: Graph, types: tuple[Any, ...], use_cache: bool,
                  fallback: Callable[[Any], list[Any]]) -> None:
-        n_inputs = len(graph.inputs)
+        n_inputs, n_outputs = len(graph.inputs), len(graph.outputs)
         self.shapes = tuple(n.type.shape for n in graph.inputs)
+        # (length, dtype) of each output: the caller allocates them (np.empty costs less than Numba boxing an array
+        # it allocated, ~0.3 us) and passes them after the inputs.
+        self.outputs = tuple((o.type.shape[0], o.type.dtype) for o in graph.outputs)
         self.body = "\n".join(writer.lines) + "\n"
         self.header = "".join(line + "\n" for line in sorted(writer.imports)) + \
             "".join(f"{name} = {expr}\n" for name, expr in writer.header.items())
@@ -113,7 +116,9 @@ class BlasProgram:
 
     def checked(self, leaves: Sequence[Any]) -> Any | None:
         """The compiled function for arrays laid out as ``leaves`` (compiling it on first use), or None where it was
-        compiled for others or cannot be (arguments that are not arrays of the graph's types).
+        compiled for others or cannot be (arguments that are not arrays of the graph's types). It takes the inputs
+        and then the outputs (``outputs``: fresh C-ordered arrays) and returns whether it ran (False: not arrays of
+        these shapes and strides; TypeError: of other Numba types).
 
         Why the checks are in Numba: a dispatch runner checking each array's ``shape`` and ``strides`` in Python
         pays ~0.3 us an array (each access builds a tuple of new ints); Numba has them unboxed already."""
@@ -132,13 +137,14 @@ class BlasProgram:
         if types != self.types:
             self._failed = True  # not the layouts the graph promises: keep the ordinary driver
             return
-        params = ", ".join(f"a{k}" for k in range(self.n_inputs))
+        types += tuple(numba.types.Array(numba.from_dtype(d), 1, "C") for _, d in self.outputs)
+        params = ", ".join([f"a{k}" for k in range(self.n_inputs)] + [f"o{k}" for k in range(self.n_outputs)])
         checks = " or ".join(f"a{k}.shape != {shape!r} or a{k}.strides != {strides!r}"
                              for k, (shape, strides) in enumerate(key))
         source = (f'"""A graph run as one Numba function calling BLAS (jitgraph/backends/cpu/blas_program.py)."""\n'
                   f"import numba\nimport numpy as np\n{self.header}\n\n"
                   f'@numba.njit(cache={self.use_cache}, error_model="numpy")\n'
-                  f"def program({params}):\n    if {checks}:\n        return None  # not the arrays compiled for\n"
+                  f"def program({params}):\n    if {checks}:\n        return False  # not the arrays compiled for\n"
                   + self.body)
         started = time.perf_counter()
         try:
@@ -164,12 +170,13 @@ class BlasProgram:
         arguments, else the ordinary driver."""
         function = self._function if self._function is not None or self._failed else self.checked(args)
         if function is not None:
+            outs = [np.empty(n, dtype) for n, dtype in self.outputs]
             try:
-                out = function(*args)
+                ran = function(*args, *outs)
             except TypeError:  # arrays Numba types otherwise (read-only, another layout)
-                out = None
-            if out is not None:
-                return [out] if self.n_outputs == 1 else list(out)
+                ran = False
+            if ran:
+                return outs
         return self.fallback(args)
 
 
@@ -414,12 +421,20 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
         _log.warning("blas_program: no program for this graph (the ordinary driver runs it)", exc_info=True)
         return None
     results = [w.var[o] for o in graph.outputs]
-    w.lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return ({', '.join(results)},)")
+    if len(set(results)) != len(results):  # one array returned twice: the caller would allocate two
+        return None
+    for k, r in enumerate(results):  # each output computed straight into the caller's array, else copied there
+        alloc = next((j for j, line in enumerate(w.lines) if line.startswith(f"    {r} = np.empty(")), None)
+        if alloc is not None:
+            w.lines[alloc] = f"    {r} = o{k}  # output {k}, allocated by the caller"
+        else:
+            w.lines.append(f"    o{k}[:] = {r}")
+    w.lines.append("    return True")
     # The Numba types of arrays laid out as promised (a contiguous vector is "C" to Numba whatever the promise).
     use_cache = bool(config.option(options, "cache"))
     types = tuple(numba.types.Array(numba.from_dtype(n.type.dtype), n.type.ndim, n.type.layout if n.type.ndim == 2
                                     else "C") for n in graph.inputs)
-    return BlasProgram(w, graph, len(results), types, use_cache, fallback)
+    return BlasProgram(w, graph, types, use_cache, fallback)
 
 
 def _all_nodes(graph: Graph) -> list[Node]:

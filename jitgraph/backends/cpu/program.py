@@ -119,11 +119,13 @@ class CpuCompiled:
         self.run_direct = self._fast if not self.inplace else self.__call__
         self.run_unaliased = self._fast
 
-    def checked_program(self, leaves: Sequence[Any]) -> Any | None:
-        """For a dispatch runner: a function of the leaves, positionally, that checks their shapes and strides
-        against ``leaves`` and runs the graph (returning its output, or the tuple of its outputs), or returns None;
-        None where this graph has no such function (only a BLAS program has: blas_program.py)."""
-        return self.blas_program.checked(leaves) if self.blas_program is not None else None
+    def checked_program(self, leaves: Sequence[Any]) -> tuple[Any, tuple] | None:
+        """For a dispatch runner: a function of the leaves and then the outputs, positionally, that checks the leaves'
+        shapes and strides against ``leaves`` and writes the graph's outputs, returning whether it ran; with the
+        (length, dtype) of each output. None where this graph has none (only a BLAS program has: blas_program.py)."""
+        program = self.blas_program
+        function = program.checked(leaves) if program is not None else None
+        return (function, program.outputs) if function is not None else None
 
     # -- the CompiledGraph protocol ------------------------------------------------------------------------------
     def kernel_sources(self) -> list[KernelSource]:
