@@ -202,3 +202,20 @@ def test_many_sizes_match_numpy():
     for n in (3, 4, 5, 6, 7, 8, 4, 3):
         A, B, x = rng.standard_normal((n + 1, n)), rng.standard_normal((n + 1, n)), rng.standard_normal(n)
         np.testing.assert_array_equal(compiled(A, B, x), gesummv(A, B, x))
+
+
+def test_outputs_of_one_group_and_a_repeated_output():
+    def two(A, x):
+        y = A @ x
+        return y + 1.0, y * 2.0, A.T @ y
+
+    def twice(A, x):
+        y = A @ x + 1.0
+        return y, y
+
+    rng = np.random.default_rng(11)
+    A, x = rng.standard_normal((6, 4)), rng.standard_normal(4)
+    _check(two, A, x)
+    compiled = _check(twice, A, x, expect_program=False)  # one array twice: the ordinary driver, same object
+    first, second = compiled(A, x)
+    assert first is second
