@@ -139,7 +139,6 @@ def test_other_graphs_keep_the_driver():
     np.testing.assert_allclose(y_jit, y_eager)
     assert _program(compiled) is None
     _check(lambda A, x: np.maximum(A @ x, 0.0), A, x, expect_program=False)  # maximum: not in the program
-    _check(lambda A, B: A @ B, A, A.T.copy(), expect_program=False)  # matrix-matrix: NumPy's path
     _check(lambda A, x: A.astype(np.float32) @ x, A, x, expect_program=False)  # mixed dtypes
 
 
@@ -219,3 +218,16 @@ def test_outputs_of_one_group_and_a_repeated_output():
     compiled = _check(twice, A, x, expect_program=False)  # one array twice: the ordinary driver, same object
     first, second = compiled(A, x)
     assert first is second
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_products_as_gemm(dtype):
+    rng = np.random.default_rng(12)
+    A, B = rng.standard_normal((9, 5)).astype(dtype), rng.standard_normal((9, 4)).astype(dtype)
+    v = rng.standard_normal(4).astype(dtype)
+    _check(lambda A, B: A.T @ B, A, B)
+    _check(lambda A, B: A @ B.T, A.T.copy(), B.T.copy())
+    _check(lambda A, B: A.T @ B @ v, A, B)  # a matrix product feeding a matrix-vector one
+    _check(lambda A, B: (A.T @ B, A.T @ (B @ v)), A, B)
+    _check(lambda A: A.T @ A, A, expect_program=False)  # one array on both sides: NumPy's syrk
+    _check(lambda A, B: A.T @ B, A[:0], B[:0])  # an empty inner axis: zeros

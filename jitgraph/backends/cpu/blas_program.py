@@ -59,30 +59,38 @@ _log = logging.getLogger("jitgraph.perf")
 
 
 @cache
-def _gemv(dtype: np.dtype) -> Any:
-    """The ctypes function ``cblas_?gemv`` (ILP64) of NumPy's OpenBLAS (for its name and address), or None."""
+def _gemv(dtype: np.dtype, routine: str = "gemv") -> Any:
+    """The ctypes function ``cblas_?gemv`` (or ``?gemm``; ILP64) of NumPy's OpenBLAS (for its name and address), or
+    None."""
     lib = blas._library()
     if lib is None or dtype not in _DTYPES:
         return None
-    return getattr(lib, "scipy_cblas_sgemv64_" if dtype == np.float32 else "scipy_cblas_dgemv64_", None)
+    return getattr(lib, f"scipy_cblas_{'s' if dtype == np.float32 else 'd'}{routine}64_", None)
 
 
-def _external(dtype: np.dtype) -> Any:
-    """``cblas_?gemv`` as a Numba external function, called by symbol name, so a program that calls it can be
-    cached on disk (a ctypes function pointer is an address Numba will not cache). The symbol is registered with
-    LLVM from the library NumPy loaded. Pointers are passed as integers (``arr.ctypes.data``), as the C calling
-    convention passes them; the CBLAS enums are C ints."""
-    fn = _gemv(dtype)
+def _external(dtype: np.dtype, routine: str) -> Any:
+    """``cblas_?gemv`` or ``cblas_?gemm`` as a Numba external function, called by symbol name, so a program that
+    calls it can be cached on disk (a ctypes function pointer is an address Numba will not cache). The symbol is
+    registered with LLVM from the library NumPy loaded. Pointers are passed as integers (``arr.ctypes.data``), as
+    the C calling convention passes them; the CBLAS enums are C ints."""
+    fn = _gemv(dtype, routine)
     if fn is None:
         return None
     llvm.add_symbol(fn.__name__, ctypes.cast(fn, ctypes.c_void_p).value)
     t = numba.types
     scalar, i32, i64, ptr = numba.from_dtype(dtype), t.int32, t.int64, t.uintp
-    return t.ExternalFunction(fn.__name__, t.void(i32, i32, i64, i64, scalar, ptr, i64, ptr, i64, scalar, ptr, i64))
+    if routine == "gemv":  # order, trans, m, n, alpha, A, lda, x, incx, beta, y, incy
+        return t.ExternalFunction(fn.__name__, t.void(i32, i32, i64, i64, scalar, ptr, i64, ptr, i64, scalar, ptr,
+                                                      i64))
+    # order, transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc
+    return t.ExternalFunction(fn.__name__, t.void(i32, i32, i32, i64, i64, i64, scalar, ptr, i64, ptr, i64, scalar,
+                                                  ptr, i64))
 
 
 _COMPILING = threading.Lock()  # one compile at a time of a program module several graphs may share
-GEMV_float32, GEMV_float64 = _external(_DTYPES[0]), _external(_DTYPES[1])  # imported by the generated programs
+# Imported by the generated programs.
+GEMV_float32, GEMV_float64 = _external(_DTYPES[0], "gemv"), _external(_DTYPES[1], "gemv")
+GEMM_float32, GEMM_float64 = _external(_DTYPES[0], "gemm"), _external(_DTYPES[1], "gemm")
 
 
 class BlasProgram:
@@ -101,7 +109,8 @@ class BlasProgram:
         self.shapes = tuple(n.type.shape for n in graph.inputs)
         # (length, dtype) of each output: the caller allocates them (np.empty costs less than Numba boxing an array
         # it allocated, ~0.3 us) and passes them after the inputs.
-        self.outputs = tuple((o.type.shape[0], o.type.dtype) for o in graph.outputs)
+        self.outputs = tuple((o.type.shape[0] if o.type.ndim == 1 else o.type.shape, o.type.dtype)
+                             for o in graph.outputs)
         self.body = "\n".join(writer.lines) + "\n"
         self.header = "".join(line + "\n" for line in sorted(writer.imports)) + \
             "".join(f"{name} = {expr}\n" for name, expr in writer.header.items())
@@ -137,7 +146,8 @@ class BlasProgram:
         if types != self.types:
             self._failed = True  # not the layouts the graph promises: keep the ordinary driver
             return
-        types += tuple(numba.types.Array(numba.from_dtype(d), 1, "C") for _, d in self.outputs)
+        types += tuple(numba.types.Array(numba.from_dtype(d), 1 if type(n) is int else len(n), "C")
+                       for n, d in self.outputs)
         params = ", ".join([f"a{k}" for k in range(self.n_inputs)] + [f"o{k}" for k in range(self.n_outputs)])
         checks = " or ".join(f"a{k}.shape != {shape!r} or a{k}.strides != {strides!r}"
                              for k, (shape, strides) in enumerate(key))
@@ -249,6 +259,8 @@ class _Writer:
         elif (a.type.ndim, b.type.ndim) == (1, 2):  # x @ A = A.T @ x: A read as its transpose
             matrix, layout, mat, vec = b, {"C": "F", "F": "C"}.get(b.type.layout, "S"), operands[1], operands[0]
             k, m = b.type.shape
+        elif (a.type.ndim, b.type.ndim) == (2, 2):
+            return self.matmat(node, operands)
         else:
             raise _Reject
         if layout not in ("C", "F") or matrix.type.shape == ():
@@ -264,6 +276,27 @@ class _Writer:
         self.lines.append(f"    {y} = np.empty({m}, D{dtype.name})")
         self.lines.append(f"    GEMV_{dtype.name}(101, {trans}, {rows}, {cols}, 1.0, {mat}.ctypes.data, {cols}, "
                           f"{vec}.ctypes.data, 1, 0.0, {y}.ctypes.data, 1)  # {node.op}")
+        return y
+
+    def matmat(self, node: Node, operands: list[str]) -> str:
+        """``A @ B`` of two matrices as one gemm call, each operand's transpose a flag, as NumPy calls it; not
+        ``A.T @ A`` (one array on both sides), which NumPy computes with syrk."""
+        a, b = node.inputs
+        dtype = _dtype_of(node)
+        (m, k), (_, n) = a.type.shape, b.type.shape
+        if _base(a) is _base(b) or a.type.layout not in ("C", "F") or b.type.layout not in ("C", "F"):
+            raise _Reject
+        self.header[f"D{dtype.name}"] = f"np.dtype({dtype.name!r})"
+        self.imports.add(f"from jitgraph.backends.cpu.blas_program import GEMM_{dtype.name}")
+        y = self.fresh()
+        if 0 in (m, n, k):
+            self.lines.append(f"    {y} = np.zeros(({m}, {n}), D{dtype.name})  # {node.op}: empty")
+            return y
+        ta, lda = (_NO_TRANS, k) if a.type.layout == "C" else (_TRANS, m)
+        tb, ldb = (_NO_TRANS, n) if b.type.layout == "C" else (_TRANS, k)
+        self.lines.append(f"    {y} = np.empty(({m}, {n}), D{dtype.name})")
+        self.lines.append(f"    GEMM_{dtype.name}(101, {ta}, {tb}, {m}, {n}, {k}, 1.0, {operands[0]}.ctypes.data, "
+                          f"{lda}, {operands[1]}.ctypes.data, {ldb}, 0.0, {y}.ctypes.data, {n})  # {node.op}")
         return y
 
     def widen(self, operand: str, node: Node, dtype: np.dtype) -> str:
@@ -413,7 +446,7 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
                 raise _Reject
         for o in graph.outputs:
             # Results must be fresh arrays: an input or a view of one would be returned as a new object here.
-            if o.op in ("input", "transpose") or not isinstance(o.type, TensorType) or o.type.ndim != 1:
+            if o.op in ("input", "transpose") or not isinstance(o.type, TensorType) or o.type.ndim not in (1, 2):
                 raise _Reject
     except _Reject:
         return None
@@ -435,6 +468,13 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
     types = tuple(numba.types.Array(numba.from_dtype(n.type.dtype), n.type.ndim, n.type.layout if n.type.ndim == 2
                                     else "C") for n in graph.inputs)
     return BlasProgram(w, graph, types, use_cache, fallback)
+
+
+def _base(node: Node) -> Node:
+    """The value ``node`` views through transposes."""
+    while node.op == "transpose":
+        node = node.inputs[0]
+    return node
 
 
 def _all_nodes(graph: Graph) -> list[Node]:
