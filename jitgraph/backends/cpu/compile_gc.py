@@ -3,9 +3,11 @@
 Why: Numba's compile allocates hundreds of thousands of short-lived objects (bytecode, IR, typing and lowering
 records), so the collector runs dozens of times during one compile, and now and then a full (oldest-generation)
 collection, which walks every object the process holds: after the six workloads of ``benchmarks/workloads.py`` that
-is ~170,000 objects, most of them Numba's own registries, and ~0.1 s a time on the 2-core development machine. The
-MLP step's cold compile (``w5_mlp_step``, five kernels) spent 0.10-0.27 s of its ~2 s in the collector. Paused, the
-compile's garbage is left to the next collection after it, which walks only the young objects still alive.
+is ~170,000 objects, most of them Numba's own registries (~350,000 once torch and jax are imported, as the benchmark
+does for its competitor columns), and 0.1-0.2 s a time on the 2-core development machine. The MLP step's cold
+compile (``w5_mlp_step``, five kernels) spent 0.14-0.27 s of its ~2 s in the collector, one full collection among
+them; paused, 0.03 s. The compile's garbage is left to the next collection after it, which walks only the young
+objects still alive.
 
 The compile's own memory is freed by reference counting as usual (what waits is only garbage in reference cycles),
 so the peak memory of a compile grows by little. The pause nests and works across threads: the collector is
