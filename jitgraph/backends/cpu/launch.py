@@ -82,10 +82,8 @@ class GroupKernel:
         self.array_operands = sorted({self.input_index[v] for v, _ in self.uses if v is not self.head})
         self.kernel_outputs = [o for o in self.body.outputs if o is not self.head]
         self.out_walks = [self._walks(self.info.amap[o], d) for o in self.kernel_outputs]
-        cost = sum(4 if math_bound(n.op) else 1 for n in self.info.amap) + len(self.uses)
-        # Sweeps over the domain: one per reduction level, then the one writing the full-shape outputs.
-        self.passes = 1 + len({self.info.level[r] for r in self.info.amap if OPS[r.op].kind is OpKind.REDUCTION})
-        self.threshold = parallel_threshold(cost * self.passes)
+        self.work = self._work_per_element(d)
+        self.threshold = parallel_threshold(self.work)
         self._keys: dict[tuple[tuple[int, int], ...], Any] = {}  # generated key functions, per in-place plan
         self.launches: dict[Any, Launch] = {}  # only launches whose first call finished (see __call__)
         self._first_calls = threading.Lock()  # one first call (plan, compile or load, run) at a time
@@ -127,6 +125,17 @@ class GroupKernel:
         ns: dict[str, Any] = {"LAUNCHES": self.launches, "PLAN": inplace, "CALL": self}
         exec(source, ns)  # noqa: S102 - our own generated source
         return ns["entry"]
+
+    def _work_per_element(self, d: int) -> int:
+        """The serial cost per domain element that decides threads (see :func:`threads.work_per_element`): with
+        reductions, only the ops over the whole domain (and the reductions) and the operands walking all of it."""
+        reduces = any(OPS[n.op].kind is OpKind.REDUCTION for n in self.info.amap)
+        per_element = [n for n in self.info.amap if not reduces or n in self.full or
+                       OPS[n.op].kind is OpKind.REDUCTION]
+        ops = [(n.op, self.math_table is not None and (n.op, n.type.dtype.name) in self.math_table)
+               for n in per_element]
+        reads = sum(1 for _, walks in self.uses if not reduces or sum(walks) == d)
+        return threads.work_per_element(ops, reads, reduces)
 
     @staticmethod
     def _is_scalar(n: Node) -> bool:

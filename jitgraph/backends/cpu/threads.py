@@ -28,17 +28,22 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from jitgraph import config
+from jitgraph.ir.ops.cost import math_bound
 
 # Serial work (elements x cost units) above which splitting pays back the ~80 us launch. Measured with a ReLU
 # kernel (3 cost units: load, compare, store): serial 20 us / parallel 94 us at 1e5 elements, 53 / 125 us at 3e5,
 # 5.9 / 4.2 ms at 1e7; the curves cross near 1e6 elements, i.e. 3e6 cost units.
 # `python benchmarks/workloads.py --threshold` repeats the probe.
 PARALLEL_WORK = 3_000_000
+
+# A transcendental function computed by jitgraph's vectorised math (``math="fast"``) inside a reduction kernel: it
+# runs several lanes per instruction, so it costs about two simple ops per element, not the four of a libm call.
+VECTOR_MATH_WEIGHT = 2
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -96,6 +101,33 @@ def chunks(n: int) -> list[tuple[int, int]]:
     k = max(1, min(workers(), n))
     bounds = [n * i // k for i in range(k + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(k)]
+
+
+def work_per_element(ops: Iterable[tuple[str, bool]], reads: int, reduces: bool) -> int:
+    """A kernel's estimated serial cost per element of its domain, in the units of :data:`PARALLEL_WORK`.
+
+    ``ops`` are the (op, computed by vectorised math) pairs done once per element, ``reads`` the array operands read
+    per element. An elementwise kernel (``reduces`` false) weighs every op 1, a math-bound op 4, plus one per
+    operand: the rule :data:`PARALLEL_WORK` was measured with. A kernel with reductions (softmax, logsumexp,
+    layernorm, over rows or columns) sweeps its domain once per reduction level, but a later sweep re-reads rows that
+    are still in cache and computes only its own ops, and the ops on reduced values (the ``log`` of a logsumexp, the
+    ``sqrt`` of a variance) run once per row, not per element; so the caller passes only the per-element ops and the
+    operands walking the whole domain, each counted once, and a vectorised transcendental weighs
+    :data:`VECTOR_MATH_WEIGHT`. Measured (2 cores, float32, alternating 1 and 2 threads), two threads start to pay
+    from about 5e5 elements for row and column logsumexp and softmax and 5e5-1e6 for layernorm; the old estimate
+    (all ops times the number of sweeps) sent them parallel from 8e4-1.1e5, where two threads were 1.2-1.7x
+    slower. This one gives a float32 logsumexp 6 units (from 5e5 elements), a softmax 7 (4.3e5), a layernorm 8
+    (3.8e5).
+    """
+    if not reduces:
+        return sum(4 if math_bound(op) else 1 for op, _ in ops) + reads
+    weight = 0
+    for op, vectorised in ops:
+        if vectorised and math_bound(op):
+            weight += VECTOR_MATH_WEIGHT
+        else:
+            weight += 4 if math_bound(op) else 1
+    return weight + reads
 
 
 def parallel_threshold(cost_per_element: int) -> int:
