@@ -20,6 +20,7 @@ import collections
 import functools
 import itertools
 import logging
+import operator
 import sys
 import types
 from typing import Any, NamedTuple
@@ -31,7 +32,7 @@ from jitgraph.jit import effects
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
-from jitgraph.jit.dispatch import MISS, build_runner, runners
+from jitgraph.jit.dispatch import MISS, build_call, build_runner, runners
 from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
 from jitgraph.jit.explain_builder import build_explain
@@ -82,7 +83,7 @@ class CompiledFunction(DynamicPolicy):
         self._clear()
 
     def _clear(self) -> None:
-        self._runners: tuple = ()  # dispatch.runners(): replaced under the lock, read without it
+        self._runners = ()  # dispatch.runners(): replaced under the lock, read without it
         self._table = {}
         self.entries.clear()
         self._hits = itertools.count()  # bumped on the lock-free warm path (next() is one C call)
@@ -119,12 +120,41 @@ class CompiledFunction(DynamicPolicy):
         return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit,
                                    {**self.options, "dynamic": self.dynamic}))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The generated runners (dispatch.py) first: straight-line checks of the leading entries' layouts.
+    # A call runs ``self._call``: the generated call function of the first runner's entry (dispatch.build_call:
+    # its checks on the parameters, without packing ``*args``/``**kwargs`` and a second frame), or ``_generic``.
+    # Python looks ``__call__`` up on the type; a property handing out the instance's function (``attrgetter`` is C,
+    # ~20 ns) keeps one class for every compiled function, so pickling by type (``jitgraph.dask.pickling``) still
+    # finds it.
+    __call__ = property(operator.attrgetter("_call"), doc="Call it like the original function.")
+
+    @property
+    def _runners(self) -> tuple:
+        """The runners tried before the generic path (dispatch.runners()); setting them sets the call function."""
+        return self._runner_tuple
+
+    @_runners.setter
+    def _runners(self, value: tuple) -> None:
+        self._runner_tuple = value
+        call = getattr(value[0], "call", None) if value else None
+        self._call = call if call is not None else self._generic
+
+    def _generic(self, *args: Any, **kwargs: Any) -> Any:
+        """A call with no call function: the runners (straight-line checks of the leading entries), then the
+        generic path."""
         for run in self._runners:
             result = run(args, kwargs)
             if result is not MISS:
                 return result
+        return self._dispatch(args, kwargs)
+
+    def _after(self, args: tuple, kwargs: dict[str, Any], tried: Any) -> Any:
+        """A call the call function did not take: the runners but ``tried`` (that entry's, which refused it), then
+        the generic path."""
+        for run in self._runners:
+            if run is not tried:
+                result = run(args, kwargs)
+                if result is not MISS:
+                    return result
         return self._dispatch(args, kwargs)
 
     def _dispatch(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
@@ -249,8 +279,10 @@ class CompiledFunction(DynamicPolicy):
             self._recompiles += 1
             self._reasons.append(reason or "argument structure changed")
             self._sites.append(site)
-        entry.runner, entry.plain_ints = build_runner(entry, self.name, len(self.entries) + 1, self._hits,
-                                                      self._run_slow)
+        index = len(self.entries) + 1
+        entry.runner, entry.plain_ints = build_runner(entry, self.name, index, self._hits, self._run_slow)
+        if entry.runner is not None:
+            entry.runner.call = build_call(entry, entry.runner, self, self.name, index, self._hits, self._run_slow)
         self._table[entry.key] = self._table.get(entry.key, ()) + (entry,)
         self.entries.append(entry)
         if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):

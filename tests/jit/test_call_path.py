@@ -1,0 +1,153 @@
+"""The call function (dispatch.build_call, issue 21): a compiled function's call runs its first entry's checks on
+the parameters directly. Every call here is compared with eager NumPy, and the counters (hits, misses, recompiles,
+fallbacks) with what the generic path reports for the same calls (runners switched off: ``_runners = ()``)."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+
+import jitgraph
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.function import CompiledFunction
+
+G = np.arange(4.0)
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+@jitgraph.compile
+def scaled(x, k=2.0):
+    return x * k
+
+
+def with_global(x):
+    return x + G
+
+
+def constant():
+    return np.arange(3.0) * 2
+
+
+def _calls(f, calls):
+    """Each call's result (compared with eager) and the counters at the end."""
+    for args, kwargs in calls:
+        np.testing.assert_array_equal(f(*args, **kwargs), f.fn(*args, **kwargs))
+    return f.cache_info()
+
+
+def test_counters_match_the_generic_path() -> None:
+    x, y = np.arange(-3.0, 3.0), np.arange(5.0)
+    calls = [((x,), {}), ((x,), {}), ((), {"x": x}), ((x,), {}), ((y,), {}), ((y,), {}), ((x,), {}), ((), {"x": x})]
+    compiled = jitgraph.compile(relu)
+    fast = _calls(compiled, calls)
+    assert compiled._call.__name__ == "call_entry_1"  # the first entry's call function took the positional calls
+    generic = jitgraph.compile(relu)
+    generic(x)
+    generic._runners = ()  # every later call through the generic path
+    assert generic._call == generic._generic
+    real = generic._publish
+
+    def publish(*a):  # keep it generic after each compile too
+        real(*a)
+        generic._runners = ()
+
+    generic._publish = publish
+    assert _calls(generic, calls[1:]) == fast
+    assert fast.hits == 5 and fast.misses == 3 and fast.entries == 3  # a keyword call is its own entry, as before
+
+
+def test_defaults_other_counts_and_the_second_entry() -> None:
+    scaled.reset()
+    x = np.arange(4.0)
+    for args in [(x,), (x,), (x, 3.0), (x, 3.0), (x,), (x, 2.0)]:
+        np.testing.assert_array_equal(scaled(*args), scaled.fn(*args))
+    info = scaled.cache_info()
+    assert info.entries == 2 and info.hits == 4 and info.misses == 2
+
+
+def test_method_call() -> None:
+    class Layer:
+        def __init__(self) -> None:
+            self.w = np.arange(3.0)
+
+        @jitgraph.compile
+        def forward(self, x):
+            return x * 2 + 1
+
+    layer, x = Layer(), np.ones(3)
+    for _ in range(3):
+        np.testing.assert_array_equal(layer.forward(x), x * 2 + 1)
+    assert Layer.forward.cache_info().hits == 2
+
+
+def test_no_arguments_and_a_global_guard() -> None:
+    global G
+    f = jitgraph.compile(constant)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(), constant())
+    assert f.cache_info().hits == 2 and f._call.__name__ == "call_entry_1"
+    g = jitgraph.compile(with_global)
+    x = np.ones(4)
+    old = G
+    try:
+        g(x)
+        G = np.full(4, 5.0)  # the same layout: the call function reads the new array
+        np.testing.assert_array_equal(g(x), x + G)
+        G = np.ones((2, 4))  # another shape: the guard fails, the generic path recompiles
+        np.testing.assert_array_equal(g(x), x + G)
+        np.testing.assert_array_equal(g(x), x + G)
+    finally:
+        G = old
+    assert g.cache_info().entries == 2 and g.cache_info().hits == 2
+
+
+def test_demotion_and_stub_take_effect_at_once() -> None:
+    f = jitgraph.compile(relu)
+    x = np.arange(-2.0, 4.0)
+    f(x)
+    entry = f.entries[0]
+    marker = np.full(6, 42.0)
+    real, entry.compiled = entry.compiled, lambda leaves: [marker]
+    assert f(x) is marker
+    entry.compiled = real
+    entry.demote(BreakReason("test", None, None))
+    np.testing.assert_array_equal(f(x), relu(x))
+    assert f.cache_info().fallbacks == 1
+
+
+def test_threads_share_the_call_function() -> None:
+    f = jitgraph.compile(relu)
+    arrays = [np.arange(-5.0, n) for n in (3, 4, 5)]  # three shapes: entries published while others call
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(60):
+                a = arrays[(i + k) % 3]
+                np.testing.assert_array_equal(f(a), relu(a))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    info = f.cache_info()
+    assert info.hits + info.misses == 240 and info.entries == 3
+
+
+def test_pickled_by_type_and_name() -> None:
+    assert type(scaled) is CompiledFunction  # copyreg tables are keyed by the exact type
+    assert pickle.loads(pickle.dumps(scaled)) is scaled
+    f = jitgraph.compile(relu)  # not reachable under its name: rebuilt from the function and its options
+    f(np.ones(2))
+    g = pickle.loads(pickle.dumps(f))
+    assert g is not f and type(g) is CompiledFunction
+    np.testing.assert_array_equal(g(-np.ones(2)), relu(-np.ones(2)))
