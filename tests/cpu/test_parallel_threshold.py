@@ -69,3 +69,12 @@ def test_one_thread_column_logsumexp_matches_eager():
     check_against_eager(graph, [x], compiled)
     (launch,) = the_kernel(compiled).launches.values()
     assert "POOL.submit" not in launch.source
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_medium_softmax_below_the_threshold_keeps_its_kernel(monkeypatch, dtype):
+    """On one thread the (256, 512) softmax still launches its kernel rather than five NumPy calls: the cost model
+    counts the exp the kernel keeps in a scratch row once (it counted it in both sweeps and chose NumPy, 2x slower)."""
+    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
+    compiled = cpu_compile(graphs.softmax((256, 512), dtype))
+    assert not compiled.numpy_groups and not splits(the_kernel(compiled))

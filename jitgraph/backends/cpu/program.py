@@ -35,7 +35,7 @@ from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough
+from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough, worth_keeping
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 
@@ -345,6 +345,8 @@ def _sweeps(body: Graph, kernel: GroupKernel) -> dict[Node, int]:
                 mine.add(kernel.info.level.get(user, 0))
             elif user in kernel.full:
                 mine |= needs.get(user, set())
+        if worth_keeping(m.op) and len(mine) > 1:  # computed once, kept in a scratch row (kernel_source.py)
+            mine = {min(mine, key=str)}
         needs[m] = mine
     return {m: max(len(n), 1) for m, n in needs.items() if m in kernel.full}
 
