@@ -170,10 +170,10 @@ class _Writer:
         (which may raise the user's own exception) never runs under the guards' ``except``."""
         guards = entry.guards
         self.ns["K"] = guards.constants
-        self.lines += ["    held = True", "    try:"]
-        for g in guards.guards:
-            self.lines.append(f"        if held and not ({self._with_locals(g.code)}):  # {g.text[:80]}")
-            self.lines.append("            held = False")
+        self.lines.append("    try:")
+        codes = [f"({self._with_locals(g.code)})" for g in guards.guards]
+        self.lines += [f"        # {g.text[:100]}" for g in guards.guards]
+        self.lines.append(f"        held = {' and '.join(codes) or 'True'}")
         if guards.extra_inputs:
             self.lines.append("        if held:")
         for k, source in enumerate(guards.extra_inputs):
