@@ -22,6 +22,11 @@ runner. Runners are tried in publication order, and only for the leading entries
 (``runners``), so the first entry that matches is the one the generic path would find; calls no runner takes go
 the generic way.
 
+The first runner's entry also gets a *call function* (``build_call``): the same checks with the arguments as
+positional-only parameters, which the compiled function's ``__call__`` runs directly -- no ``*args``/``**kwargs``
+to pack, no loop, no second frame. Any other form of call, or a call it does not take, goes on to the other
+runners and the generic path (``CompiledFunction._after``), so it picks exactly what the runners would.
+
 Threads: the function's tuple of runners is replaced under the compile lock, never edited; a runner reads its
 entry's ``fast``, ``compiled`` and ``build`` at call time, so a demotion (or a benchmark's stub) takes effect at
 once.
@@ -32,6 +37,7 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+import os
 import types
 from collections.abc import Callable
 from typing import Any
@@ -287,19 +293,25 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
               f'    """{name} when entry {index} ({entry.mode}) is first: its checks on the parameters."""',
               f"    if {form}:  # not {n} positional arguments alone: the other entries, the generic path",
               f"        return SELF._after(tuple([a for a in {given} if a is not NO]) + rest, kw, RUNNER)"]
-    call = _define(fn_name, header + w.lines, w.ns, f"{name} call {index}")
+    call = _define(fn_name, header + w.lines, w.ns, f"{name} call {index}", in_package=True)
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
     return call
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _NO = object()  # a parameter of a call function the caller did not pass (never a user's value)
 
 
-def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str) -> Any:
-    """The function ``fn_name`` of the generated ``lines``, its source in ``linecache`` (tracebacks show it)."""
+def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_package: bool = False) -> Any:
+    """The function ``fn_name`` of the generated ``lines``, its source in ``linecache`` (tracebacks show it).
+    ``in_package``: its file name lies in this package's folder, for a function that stays on the stack while the
+    generic path runs (a call function), so that frames walked to find the user's call site (call_site.py) skip
+    it as jitgraph's own."""
     source = "\n".join(lines) + "\n"
     filename = f"<jitgraph dispatch {label} #{next(_ids)}>"
+    if in_package:
+        filename = os.path.join(_HERE, filename)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
     fn = ns[fn_name]

@@ -151,3 +151,11 @@ def test_pickled_by_type_and_name() -> None:
     g = pickle.loads(pickle.dumps(f))
     assert g is not f and type(g) is CompiledFunction
     np.testing.assert_array_equal(g(-np.ones(2)), relu(-np.ones(2)))
+
+
+def test_recompile_site_is_the_callers_line() -> None:
+    f = jitgraph.compile(relu)
+    f(np.ones(3))
+    f(np.ones(5))  # a recompile, found from inside the call function of the first entry
+    (reason,) = f.recompile_reasons(with_site=True)
+    assert "test_call_path.py:" in reason, reason
