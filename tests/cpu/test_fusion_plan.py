@@ -1,4 +1,3 @@
-# ruff: noqa: E501 - the goldens are printed IR, one node a line, as the printer writes them
 """The fusion plan on printed IR: which nodes become one kernel, and why boundaries were cut.
 
 The goldens below are the reviewed plans; each case also checks that the fused graph verifies and that the eager
