@@ -29,13 +29,14 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cpu import blas_program
+from jitgraph.backends.cpu.group_work import group_work
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan
-from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough, worth_keeping
+from jitgraph.ir.ops import OPS
+from jitgraph.ir.ops.cost import numpy_is_enough
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType, python_type
 
@@ -98,7 +99,7 @@ class CpuCompiled:
         self.numpy_nodes = unfused_reasons(graph)
         self.inplace = _kernel_writes(graph)
         # Groups that run faster as their NumPy calls than as a kernel (the cost model, ir/ops/cost.py).
-        self.work = {n: w for n, k in self.kernels.items() if (w := _group_work(n, k, n in self.inplace)) is not None}
+        self.work = {n: w for n, k in self.kernels.items() if (w := group_work(n, k, n in self.inplace)) is not None}
         small_groups = not config.env_flag("JITGRAPH_SMALL_KERNELS")
         self.numpy_groups = {n: why for n, w in self.work.items()
                              if (why := numpy_is_enough(w, small_groups)) is not None}
@@ -309,57 +310,6 @@ class CpuCompiled:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return source, ns
-
-
-def _group_work(node: Node, kernel: GroupKernel, writes_in_place: bool) -> GroupWork | None:
-    """What the cost model weighs to choose between the fused ``node``'s kernel and its NumPy calls, or None when
-    the kernel is not in question: only groups of plain elementwise ops and reductions, with no BLAS head and no
-    output planned into a caller's buffer, may run as NumPy calls in the driver."""
-    if writes_in_place or kernel.head is not None:
-        return None
-    members = [m for m in node.regions[0].nodes if m.op not in ("input", "const")]
-    if any(m.op == "setitem" or OPS[m.op].kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION) for m in members):
-        return None
-    arrays = [m for m in members if m.type.shape != () or OPS[m.op].kind is OpKind.REDUCTION]
-    sweeps = _sweeps(node.regions[0], kernel)
-    innermost = len(kernel.domain) - 1 in kernel.raxes
-    work = GroupWork(ops=tuple(_op_work(m, sweeps.get(m, 1), innermost) for m in arrays),
-                     scalar_ops=len(members) - len(arrays),
-                     elements=math.prod(kernel.domain), arrays=len(kernel.uses) + len(kernel.kernel_outputs),
-                     itemsize=max((m.type.dtype.itemsize for m in members), default=8),
-                     parallel_from=kernel.threshold)
-    return work if work.ops else None
-
-
-def _sweeps(body: Graph, kernel: GroupKernel) -> dict[Node, int]:
-    """How many sweeps over the domain compute each full-shape member: one per reduction level it feeds, plus the
-    final sweep when it feeds a full-shape output (values of the outer axes only are computed once per row)."""
-    needs: dict[Node, set[int | str]] = {}
-    outputs = set(body.outputs)
-    for m in reversed(body.nodes):
-        mine: set[int | str] = set()
-        if m in outputs and m in kernel.full:
-            mine.add("out")
-        for user in (u for u in body.nodes if m in u.inputs):
-            if OPS[user.op].kind is OpKind.REDUCTION and m in kernel.full:
-                mine.add(kernel.info.level.get(user, 0))
-            elif user in kernel.full:
-                mine |= needs.get(user, set())
-        if worth_keeping(m.op) and len(mine) > 1:  # computed once, kept in a scratch row (kernel_source.py)
-            mine = {min(mine, key=str)}
-        needs[m] = mine
-    return {m: max(len(n), 1) for m, n in needs.items() if m in kernel.full}
-
-
-def _op_work(member: Node, sweeps: int, innermost: bool) -> OpWork:
-    """The cost model's view of one array op of a group: what NumPy computes for it, and what the kernel does (a
-    full-shape value in each sweep that needs it, a smaller one once). ``innermost``: the kernel reduces along its
-    innermost axis (a reduction there over a value computed in the group is a chain, ``OpWork.chained``)."""
-    if OPS[member.op].kind is OpKind.REDUCTION:
-        size = math.prod(member.inputs[0].type.shape)
-        return OpWork(member.op, size, True, size, innermost and member.inputs[0].op != "input")
-    size = math.prod(member.type.shape)
-    return OpWork(member.op, size, False, size * sweeps)
 
 
 def _is_array(node: Node) -> bool:
