@@ -54,8 +54,7 @@ def _fixed(value: Any) -> bool:
     return known
 
 
-def _read(value: Any) -> _Facts:
-    iface = value.__cuda_array_interface__
+def _read(iface: dict[str, Any]) -> _Facts:
     shape, dtype = tuple(iface["shape"]), np.dtype(iface["typestr"])
     strides = tuple(iface.get("strides") or c_strides(shape, dtype.itemsize))
     start = int(iface["data"][0])
@@ -70,12 +69,13 @@ def _read(value: Any) -> _Facts:
 
 def _facts(value: Any) -> _Facts | None:
     """The facts of an array with ``__cuda_array_interface__`` (remembered for Numba's), else None."""
-    if not _fixed(value):
-        return _read(value) if hasattr(value, "__cuda_array_interface__") else None
+    if not _fixed(value):  # one read of the interface (``hasattr`` would build it once more)
+        iface = getattr(value, "__cuda_array_interface__", None)
+        return None if iface is None else _read(iface)
     hit = _MEMO.get(id(value))
     if hit is not None and hit[0]() is value:
         return hit[1]
-    found = _read(value)
+    found = _read(value.__cuda_array_interface__)
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
     key = id(value)
