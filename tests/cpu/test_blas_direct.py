@@ -15,7 +15,7 @@ import pytest
 import jitgraph
 from jitgraph.backends.cpu import blas_program
 
-pytestmark = pytest.mark.skipif(blas_program._gemv(np.dtype(np.float64)) is None,
+pytestmark = pytest.mark.skipif(blas_program._cblas(np.dtype(np.float64)) is None,
                                 reason="NumPy's BLAS has no scipy_openblas64_ gemv")
 
 

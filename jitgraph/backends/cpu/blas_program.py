@@ -59,7 +59,7 @@ _log = logging.getLogger("jitgraph.perf")
 
 
 @cache
-def _gemv(dtype: np.dtype, routine: str = "gemv") -> Any:
+def _cblas(dtype: np.dtype, routine: str = "gemv") -> Any:
     """The ctypes function ``cblas_?gemv`` (or ``?gemm``; ILP64) of NumPy's OpenBLAS (for its name and address), or
     None."""
     lib = blas._library()
@@ -73,7 +73,7 @@ def _external(dtype: np.dtype, routine: str) -> Any:
     calls it can be cached on disk (a ctypes function pointer is an address Numba will not cache). The symbol is
     registered with LLVM from the library NumPy loaded. Pointers are passed as integers (``arr.ctypes.data``), as
     the C calling convention passes them; the CBLAS enums are C ints."""
-    fn = _gemv(dtype, routine)
+    fn = _cblas(dtype, routine)
     if fn is None:
         return None
     llvm.add_symbol(fn.__name__, ctypes.cast(fn, ctypes.c_void_p).value)
@@ -422,7 +422,7 @@ def build(graph: Graph, options: Mapping[str, Any], fallback: Callable[[Any], li
     try:
         for n in graph.inputs:
             # Inputs of a promised layout (C or F): the compiled argument types then fix every leading dimension.
-            if n.type.ndim not in (1, 2) or _gemv(_dtype_of(n)) is None or n.type.layout not in ("C", "F"):
+            if n.type.ndim not in (1, 2) or _cblas(_dtype_of(n)) is None or n.type.layout not in ("C", "F"):
                 raise _Reject
         w.var.update((n, f"a{k}") for k, n in enumerate(graph.inputs))
         for n in graph.nodes:
