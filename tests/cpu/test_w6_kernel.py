@@ -3,11 +3,17 @@ divisors take it, the kernels that use it (W6's Adam update) and their plain fal
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import jitgraph
 from jitgraph.backends.cpu import flat_body
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.workloads import w6_adam as adam
 
 W6_DIVISORS = [1 - 0.9**10, 1 - 0.999**10]  # Adam's bias corrections at step 10 (benchmarks/workloads.py W6)
 DIVISORS = W6_DIVISORS + [3.0, 0.1, 7.0, 1 / 3, 255.0, 0.999, 1e-30, 2 - 2**-23, -0.75, 5 * 2.0**-149, 12.5, 15_000_001.0]
@@ -60,15 +66,6 @@ def test_even_integer_divisor_would_round_a_subnormal_midpoint_wrongly():
     x = np.array([147 * 2.0**-149], np.float32)
     assert (x / np.float32(98.0))[0] == np.float32(2 * 2.0**-149)
     assert _product(x, 1.0 / 98.0)[0] == np.float32(2.0**-149)
-
-
-def adam(p, g, m, v):
-    lr, beta1, beta2, eps, t = 1e-3, 0.9, 0.999, 1e-8, 10
-    m[...] = beta1 * m + (1 - beta1) * g
-    v[...] = beta2 * v + (1 - beta2) * (g * g)
-    mhat = m / (1 - beta1**t)
-    vhat = v / (1 - beta2**t)
-    p -= lr * mhat / (np.sqrt(vhat) + eps)
 
 
 def _inputs(n: int) -> list[np.ndarray]:
