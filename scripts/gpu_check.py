@@ -146,7 +146,6 @@ def workload_row(name: str, desc: str, fn: Callable[..., Any], inputs: list[np.n
     if replay is not None:
         row["replay"] = replay.describe()
     if not runtime.device_info().simulated:
-        runtime.KERNEL_EVENTS = []
         launch_each = getattr(entry.compiled, "run_launching", entry.compiled)  # replays record no events
         runtime.KERNEL_EVENTS = None
         launch_each(dev_leaves)  # warm: library plans, CuPy's pool
