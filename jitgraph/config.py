@@ -83,6 +83,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("max_trips", None, "grad/value_and_grad/vjp/jvp: the most iterations a `while` loop or a loop with "
            "run-time bounds may make (the rows its backward saves; more raise ValueError); None: such loops "
            "cannot be differentiated", "None or int >= 1", lambda v: v is None or _positive_int(v)),
+    Option("tier_down", None, "measure each new graph entry against the plain function over its first calls and "
+           "run it eagerly when the graph is not faster (jit/tiering.py); None: JITGRAPH_TIER_DOWN decides",
+           "None, True or False", lambda v: v is None or isinstance(v, bool)),
     Option("name", "graph", "loop drivers: the generated function is `loops_<name>` (tests and benchmarks set it)",
            "an identifier", lambda v: isinstance(v, str) and v.isidentifier()),
 )}
@@ -101,6 +104,9 @@ ENV: dict[str, EnvVar] = {e.name: e for e in (
     EnvVar("JITGRAPH_VECTOR_WIDTH", "auto", "SIMD width jitgraph's CPU kernels ask LLVM for (per kernel; the user's "
            "own @njit code is untouched): auto (512 on Sapphire/Emerald/Granite Rapids and Zen 4/5 with AVX-512, "
            "else LLVM's choice; LLVM's choice too when NUMBA_CPU_NAME/NUMBA_CPU_FEATURES are set), 256 or 512"),
+    EnvVar("JITGRAPH_TIER_DOWN", "1", "0: graph entries always run compiled; 1: each is timed against the plain "
+           "function over its first calls and runs eagerly where that is faster (the test suite sets 0; the "
+           "compile option tier_down= wins)"),
     EnvVar("XDG_CACHE_HOME", "", "the kernel disk cache defaults to $XDG_CACHE_HOME/jitgraph (else ~/.cache)",
            "external"),
     EnvVar("NUMBA_CPU_NAME", "host", "Numba's target CPU; other than host, the math library assumes no FMA",

@@ -13,3 +13,5 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("JITGRAPH_VERIFY", "1")
 os.environ.setdefault("JITGRAPH_SMALL_KERNELS", "1")  # kernel tests use tiny arrays (tests/cpu/test_numpy_groups: 0)
+# Many tests count kernel runs or check mode == "graph": no measured tier-down (tests/jit/test_tiering.py turns it on).
+os.environ.setdefault("JITGRAPH_TIER_DOWN", "0")

@@ -43,6 +43,7 @@ class EntryView:
     break_reason: BreakInfo | None = None
     split_reasons: list[BreakInfo] = field(default_factory=list)  # eager calls between the entry's graphs
     segment_graphs: list[Graph] = field(default_factory=list)  # a split entry's lowered graphs, one per segment
+    measured: str | None = None  # the measured tier-down's decision, with both times (jit/tiering.py)
 
 
 @dataclass
@@ -93,6 +94,9 @@ class ExplainResult:
         if self.split_reasons:
             lines.append("Split around eager calls:")
             lines.extend(f"  {i + 1}. {b}" for i, b in enumerate(self.split_reasons))
+        if any(v.measured for v in self.entries):
+            lines.append("Measured against eager NumPy (per cache entry):")
+            lines.extend(f"  entry {i + 1}: {v.measured}" for i, v in enumerate(self.entries) if v.measured)
         return lines
 
     def summary(self) -> str:

@@ -50,6 +50,10 @@ class Entry:
     # A size variant (dynamic_policy.py): the same graph as another entry at other sizes of dynamic dimensions; it
     # does not count towards ``cache_limit``.
     variant: bool = False
+    # Measured tier-down (tiering.py): the probe timing the entry's first calls (``fast`` stays False meanwhile),
+    # and its decision in words once taken ("measured: compiled 10.8 us, eager 3.1 us per call ...").
+    probe: Any = None
+    measured: str | None = None
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias
@@ -163,3 +167,4 @@ class CacheInfo:
     fallbacks: int = 0
     entries: int = 0  # size variants included
     size_variants: int = 0  # entries traced for new sizes of dynamic dimensions (not recompiles)
+    tiered_down: int = 0  # graph entries measured slower than the plain function: they run it (tiering.py)

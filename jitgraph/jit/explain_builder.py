@@ -22,7 +22,8 @@ def entry_view(entry: Entry) -> EntryView:
                      graph=entry.graph, compiled=entry.compiled, pass_report=entry.pass_report,
                      times=dict(entry.times), break_reason=entry.break_reason,
                      split_reasons=split_reasons(entry),
-                     segment_graphs=lowered_graphs(entry) if entry.traced.split is not None else [])
+                     segment_graphs=lowered_graphs(entry) if entry.traced.split is not None else [],
+                     measured=entry.measured)
 
 
 def split_reasons(entry: Entry) -> list[BreakReason]:

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from jitgraph.errors import BackendError
 from jitgraph.inspect.result import ExplainResult
 from jitgraph.ir.graph import Graph
-from jitgraph.jit import effects
+from jitgraph.jit import effects, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
@@ -205,10 +205,19 @@ class CompiledFunction(DynamicPolicy):
                   user_kwargs: dict[str, Any]) -> Any:
         """An entry that is not ``fast``: eager, or a graph that mutates arguments and may raise on its data
         (effects.py): a raise is undone (SNAPSHOT) or was harmless (RERUN), and the call reruns eagerly, so
-        NumPy performs its own effects in its own order and raises its own exception."""
+        NumPy performs its own effects in its own order and raises its own exception. An entry being measured
+        (tiering.py) runs the graph or the function, alternately."""
         if entry.mode != "graph":
             next(self._fallbacks)
             return self._fn(*user_args, **user_kwargs)
+        probe = entry.probe
+        if probe is not None:
+            return probe.run(entry, lambda: self._run_graph(entry, leaves, args, kwargs, user_args, user_kwargs),
+                             lambda: self._fn(*user_args, **user_kwargs))
+        return self._run_graph(entry, leaves, args, kwargs, user_args, user_kwargs)
+
+    def _run_graph(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                   user_kwargs: dict[str, Any]) -> Any:
         saved = effects.snapshot(leaves, entry.mutated) if entry.on_raise == effects.SNAPSHOT else []
         try:
             outs = entry.compiled(leaves)
@@ -280,6 +289,7 @@ class CompiledFunction(DynamicPolicy):
             self._reasons.append(reason or "argument structure changed")
             self._sites.append(site)
         index = len(self.entries) + 1
+        tiering.start(self, entry, index)  # before anyone can run it: a measured entry is not ``fast``
         entry.runner, entry.plain_ints = build_runner(entry, self.name, index, self._hits, self._run_slow)
         if entry.runner is not None:
             entry.runner.call = build_call(entry, entry.runner, self, self.name, index, self._hits, self._run_slow)
@@ -456,6 +466,9 @@ class CompiledFunction(DynamicPolicy):
     # emitter) runs slower than the user's own function, which NumPy runs with the same ops and no interpreter:
     # such an entry runs the function eagerly. GradFunction turns this off (its graph has no eager twin).
     interpreted_graphs_run_eagerly = True
+    # Graph entries are timed against the function over their first calls and run it where it is faster
+    # (tiering.py); GradFunction turns this off too.
+    tiers_down = True
 
     def _runs_eagerly_instead(self, entry: Entry, lowered: Any, stage: Compiled) -> bool:
         reason = stage.artifact.fallback_reason()
@@ -471,7 +484,8 @@ class CompiledFunction(DynamicPolicy):
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks), entries=len(self.entries), size_variants=self._variants)
+                             fallbacks=tally(self._fallbacks), entries=len(self.entries), size_variants=self._variants,
+                             tiered_down=tiering.tiered_down(self.entries))
 
     def recompile_reasons(self, with_site: bool = False) -> list[str]:
         """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""

@@ -66,6 +66,7 @@ class GradFunction(CompiledFunction):
     or the tangents after ``f``'s arguments); ``explain()`` shows the joint forward+backward graph."""
 
     interpreted_graphs_run_eagerly = False  # the joint graph has no eager twin: interpreting it is the fallback
+    tiers_down = False  # nor is the eager gradient a twin to measure it against (tiering.py)
 
     def __init__(self, fn: Any, spec: GradSpec, backend: str | None = None, fullgraph: bool = False,
                  cache_limit: int = 8, options: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,162 @@
+"""Measured tier-down: a graph entry that is not faster than the user's own function runs that function instead.
+
+Why: "never slower than eager" (issue 21). At small sizes a call's fixed costs (checking the arguments, launching
+kernels, building the result) can outweigh anything the compiled graph saves, and no cost model predicts that
+exactly on every machine. The eager function is the reference, so running it is always exact: the cheapest
+honest answer is to time both on the calls the user makes and keep the faster.
+
+How: when a graph entry is published (``CompiledFunction._publish``, after its first run, where kernels compile)
+it gets a :class:`Probe` and ``fast=False``, so every call of it goes to ``CompiledFunction._run_slow``, which
+hands it to the probe. The probe alternates, call by call, between the compiled graph (through the slow path,
+with the entry's ``on_raise`` care for arguments it mutates) and the plain function, timing each with
+``perf_counter``. The first pair warms up (caches, reused output buffers) and is not counted; after
+:data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
+times) when eager wins by :data:`MARGIN` on the median *and* on the minimum (the minimum is what noise from other
+processes cannot make smaller, so a graph that wins is not tiered down by a busy machine), else ``fast`` goes back
+to what ``on_raise`` allows. A clear outcome after :data:`EARLY_RUNS` runs each (one side at least
+:data:`EARLY_FACTOR` times the other, every sample) is taken at once, so a large call whose graph is much faster
+pays for few eager runs. The decision is per entry: entries are per argument sizes and layouts, so a later, larger
+call gets its own entry and is measured on its own.
+
+Not measured (``probe_for`` says why): tier-down switched off (``tier_down=False``, or ``JITGRAPH_TIER_DOWN=0`` when
+the option is not given); ``fullgraph=True`` (the user asked for the graph, never eager NumPy); device arrays (NumPy
+cannot run on them); a backend other than ``cpu`` (``cuda`` with host arrays is the user's explicit choice of the
+GPU, and ``eager`` is the graph interpreter, asked for to debug graphs); graphs resumed after data-dependent
+breaks (their first calls trace and compile new parts, and the parts a call runs depend on its data, so a few
+calls do not measure them); functions whose graph has no eager twin (``GradFunction``: its ``_fn`` computes a
+gradient the slow way, it sets ``tiers_down = False``).
+
+Threads: the sample lists and counters may race (a lost sample only lengthens the probe); the decision is taken
+once, by the thread that draws the first ticket of ``decided`` (``itertools.count``: one C call, atomic under the
+GIL). Probe runs of the eager function do not count as fallbacks (``cache_info().fallbacks``): the entry is still a
+graph entry; once demoted, its calls do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from jitgraph.config import env_flag, option
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.effects import FAST
+from jitgraph.jit.entries import Entry
+from jitgraph.jit.resume import ResumableArtifact
+
+log_perf = logging.getLogger("jitgraph.perf")
+
+PROBE_RUNS = 8  # timed runs of each side before the decision
+WARM_PAIRS = 1  # leading pairs (compiled, eager) not counted: caches, first reuse of output buffers
+EARLY_RUNS = 3  # timed runs of each side after which a clear outcome is taken at once
+EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
+MARGIN = 0.97  # demote only where eager takes less than MARGIN x the compiled time (median and minimum)
+PROBE_CALLS = 2 * (WARM_PAIRS + PROBE_RUNS)  # calls after the first run until every entry is decided
+
+
+def enabled(options: dict[str, Any]) -> bool:
+    """Whether a function compiled with ``options`` measures its graph entries (the option wins over the env)."""
+    chosen = option(options, "tier_down")
+    return env_flag("JITGRAPH_TIER_DOWN") if chosen is None else bool(chosen)
+
+
+def why_not(owner: Any, entry: Entry) -> str | None:
+    """Why ``entry`` of the compiled function ``owner`` is not measured (None: it is)."""
+    if entry.mode != "graph" or entry.compiled is None:
+        return "not a graph entry"
+    if not getattr(owner, "tiers_down", True):
+        return "its graph has no eager twin"
+    if owner.fullgraph:
+        return "fullgraph=True"
+    if not enabled(owner.options):
+        return "tier-down is off"
+    if entry.device:
+        return "device arrays"
+    if entry.traced.backend != "cpu":
+        return f"backend {entry.traced.backend!r}"
+    if isinstance(entry.compiled, ResumableArtifact):
+        return "resumed after data-dependent breaks"
+    return None
+
+
+def start(owner: Any, entry: Entry, index: int) -> None:
+    """Give a graph entry about to be published its probe (and ``fast=False``) where it is measured."""
+    if why_not(owner, entry) is None:
+        code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
+        entry.probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
+        entry.fast = False
+
+
+class Probe:
+    """The measurement of one entry's first calls (module docstring)."""
+
+    def __init__(self, name: str, index: int, filename: str | None = None, lineno: int | None = None) -> None:
+        self.name, self.index, self.where = name, index, (filename, lineno)
+        self.calls = itertools.count()
+        self.decided = itertools.count()
+        self.compiled: list[float] = []
+        self.eager: list[float] = []
+
+    def run(self, entry: Entry, graph: Callable[[], Any], eager: Callable[[], Any]) -> Any:
+        """One call of ``entry`` while it is measured: ``graph()`` runs the compiled graph (the slow path with its
+        effects care), ``eager()`` the user's function; alternately, each timed."""
+        k = next(self.calls)
+        if k >= PROBE_CALLS:  # samples lost to raising calls or racing threads: decide on those there are
+            self._maybe_decide(entry, final=True)
+            return graph()
+        use_eager = k % 2 == 1
+        t = time.perf_counter()
+        result = eager() if use_eager else graph()
+        elapsed = time.perf_counter() - t
+        if k >= 2 * WARM_PAIRS and entry.mode == "graph":
+            (self.eager if use_eager else self.compiled).append(elapsed)
+            self._maybe_decide(entry)
+        return result
+
+    def _maybe_decide(self, entry: Entry, final: bool = False) -> None:
+        c, e = list(self.compiled), list(self.eager)
+        n = min(len(c), len(e))
+        if n >= PROBE_RUNS or (final and n):
+            demote = statistics.median(e) < MARGIN * statistics.median(c) and min(e) < MARGIN * min(c)
+        elif n >= EARLY_RUNS and max(c) * EARLY_FACTOR <= min(e):
+            demote = False
+        elif n >= EARLY_RUNS and max(e) * EARLY_FACTOR <= min(c):
+            demote = True
+        elif final:
+            demote = False  # no sample of one side at all: the graph, as without measuring
+        else:
+            return
+        if next(self.decided) == 0:
+            self._decide(entry, demote, c, e)
+
+    def _decide(self, entry: Entry, demote: bool, compiled: list[float], eager: list[float]) -> None:
+        if entry.mode != "graph":  # demoted meanwhile (the backend failed on a run): nothing to restore
+            entry.probe = None
+            return
+        if not compiled or not eager:
+            entry.fast = entry.on_raise == FAST
+            entry.probe = None
+            return
+        c, e = statistics.median(compiled), statistics.median(eager)
+        counts = f"{len(compiled)}+{len(eager)} calls"
+        if demote:
+            text = (f"measured: compiled {c * 1e6:.1f} us, eager {e * 1e6:.1f} us per call over {counts}; "
+                    "runs eagerly (tier_down=False keeps the graph)")
+            entry.measured = text
+            entry.demote(BreakReason(text, *self.where))
+        else:
+            text = f"measured: compiled {c * 1e6:.1f} us, eager {e * 1e6:.1f} us per call over {counts}; runs compiled"
+            entry.measured = text
+            entry.fast = entry.on_raise == FAST
+            if entry.mode != "graph":  # a failed run demoted it meanwhile (CompiledFunction._demote)
+                entry.fast = False
+        entry.probe = None
+        log_perf.info("jitgraph: %s entry %d: %s", self.name, self.index, text)
+
+
+def tiered_down(entries: list[Entry]) -> int:
+    """How many of ``entries`` the measurement demoted (``CacheInfo.tiered_down``)."""
+    return sum(1 for e in entries if e.mode == "eager" and e.measured is not None)
