@@ -29,6 +29,7 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cpu import blas_program
+from jitgraph.backends.cpu.driver_indexing import fresh_group_output, getitem_line, setitem_lines, writes_in_place
 from jitgraph.backends.cpu.group_work import group_work
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
@@ -105,6 +106,11 @@ class CpuCompiled:
                              if (why := numpy_is_enough(w, small_groups)) is not None}
         for n in self.numpy_groups:
             del self.kernels[n]
+        # ``x[idx] = v`` assigned into x's own buffer where x dies there (driver_indexing.py), not into a copy.
+        fresh = {n for n in self.kernels if len(n.regions[0].outputs) == 1} | \
+            {n for n in self.numpy_groups if fresh_group_output(n)}
+        self.setitems_in_place = {n for k, n in enumerate(graph.nodes)
+                                  if writes_in_place(graph.nodes, k, self.memory, fresh)}
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None  # BLAS calls
@@ -177,6 +183,8 @@ class CpuCompiled:
         for node, why in self.numpy_groups.items():
             lines.append(f"{names[node]} group {node.attrs['name']} runs as NumPy ({node.attrs['kind']}): {why}")
         for node, why in self.numpy_nodes.items():
+            if node in self.setitems_in_place:
+                why += f"; assigned in place into {names[node.inputs[0]]}'s buffer (its last reader: no copy)"
             if node.op not in ("tuple_get",):
                 lines.append(f"{names[node]} {node.op} via NumPy: {why}")
         lines.append(self.memory.format())
@@ -276,6 +284,11 @@ class CpuCompiled:
                     lines.append(f"    {v} = {v}[0]")
             elif n.op == "tuple_get":
                 lines.append(f"    {v} = {args}[{n.attrs['index']}]")
+            elif n.op == "getitem" and (line := getitem_line(n, [var[i] for i in n.inputs], v, ns)) is not None:
+                lines.append(line)
+            elif n.op == "setitem" and (assign := setitem_lines(n, [var[i] for i in n.inputs], v, ns,
+                                                                n in self.setitems_in_place)) is not None:
+                lines += assign
             else:
                 call = _numpy_call(n, [var[i] for i in n.inputs], v, ns)
                 lines.append(f"    {v} = {call}  # {n.op} via NumPy: {self.numpy_nodes.get(n, '')}")

@@ -1,0 +1,109 @@
+"""The driver's spelling of indexing: ``x[idx]`` and ``x[idx] = v`` as Python indexing, in place where that is safe.
+
+The reference implementations (``ir/ops/indexing.py``) rebuild the index tuple from the spec on every call and
+``setitem`` copies the whole array first (the IR's ``setitem`` is functional). Per call that cost 2 us a
+``getitem`` and 3 us a ``setitem`` where eager NumPy's own ``x[1:-1]`` costs 0.3 us: a stencil loop such as
+``u[1:-1] = u[1:-1] + a * (u[2:] - 2 * u[1:-1] + u[:-2])`` unrolled ten times ran at half eager speed, all of it in
+those calls. The driver writes the index as a constant tuple instead (operands inline), and an assignment whose
+target buffer dies with it (the memory plan's last reader; the driver made that buffer, nobody else sees it) is
+NumPy's own ``x[idx] = v`` into that buffer, with no copy: what the eager program did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jitgraph.ir.graph import Node
+from jitgraph.ir.memory import MemoryPlan
+from jitgraph.ir.ops import OPS, OpKind
+from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.types import TensorType
+
+# Non-ufunc ops whose NumPy call always returns a new array of its own (never a view of an operand): the values an
+# in-place assignment may write into once they are dead. (``einsum`` is missing on purpose: it may return a view.)
+_FRESH = frozenset((
+    "astype", "clip", "copy", "where", "concatenate", "stack", "matmul", "dot", "outer",
+    "setitem", "scatter_add", "cumsum", "cumprod", "sort", "argsort",
+))
+_FRESH_KINDS = (OpKind.CREATION, OpKind.REDUCTION)
+
+
+def is_array(node: Node) -> bool:
+    """Whether the driver holds ``node``'s value as an ndarray (a strong value of one dimension or more)."""
+    return isinstance(node.type, TensorType) and not node.type.weak and node.type.ndim >= 1
+
+
+def index_expr(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str | None:
+    """The Python index of the getitem/setitem ``node`` (``args``: the driver's names for its inputs), as
+    ``build_index`` makes it: the spec's constant entries from ``ns``, a scalar operand as ``int(v)``, an index
+    array as it is. None when an operand is not a tensor (the reference function then runs)."""
+    first = 1 if node.op == "getitem" else 2
+    spec = tuple(node.attrs["spec"])
+    if not any(isinstance(e, Operand) for e in spec):
+        ns[f"I{name}"] = spec
+        return f"I{name}"
+    parts = []
+    for j, entry in enumerate(spec):
+        if isinstance(entry, Operand):
+            operand = node.inputs[first + entry.k]
+            if not isinstance(operand.type, TensorType):
+                return None
+            var = args[first + entry.k]
+            parts.append(f"int({var})" if operand.type.ndim == 0 else var)
+        else:
+            ns[f"I{name}_{j}"] = entry
+            parts.append(f"I{name}_{j}")
+    return "(" + ", ".join(parts) + ",)"
+
+
+def getitem_line(node: Node, args: list[str], var: str, ns: dict[str, Any]) -> str | None:
+    """``v = x[idx]`` for a getitem of an ndarray, or None (the reference function runs)."""
+    index = index_expr(node, args, ns, var)
+    if index is None or not is_array(node.inputs[0]):
+        return None
+    return f"    {var} = {args[0]}[{index}]  # getitem"
+
+
+def setitem_lines(node: Node, args: list[str], var: str, ns: dict[str, Any], in_place: bool) -> list[str] | None:
+    """``x[idx] = v`` into ``x`` itself (``in_place``: see :func:`writes_in_place`) or into a copy of it, or None
+    (the reference function runs)."""
+    index = index_expr(node, args, ns, var)
+    if index is None or not is_array(node.inputs[0]):
+        return None
+    target = args[0] if in_place else f"np.array({args[0]}, copy=True)"
+    how = "in place: the target's buffer dies here" if in_place else "into a copy"
+    return [f"    {var} = {target}", f"    {var}[{index}] = {args[1]}  # setitem {how}"]
+
+
+def writes_in_place(graph_nodes: Sequence[Node], k: int, memory: MemoryPlan, fresh_fused: set[Node]) -> bool:
+    """Whether the setitem ``graph_nodes[k]`` may assign into its target's own buffer: the target is a buffer the
+    driver made this call (a fresh array: see :func:`_fresh`; not an input, constant or output) whose last reader,
+    views of it included, is this node (the memory plan releases it here)."""
+    node = graph_nodes[k]
+    if node.op != "setitem":
+        return False
+    x = node.inputs[0]
+    return (is_array(x) and x.type.dtype == node.type.dtype and
+            x in memory.release_after.get(k, ()) and _fresh(x, fresh_fused))
+
+
+def _fresh(node: Node, fresh_fused: set[Node]) -> bool:
+    """Whether the driver's value of ``node`` is an array of its own: made by a NumPy call that never returns a view
+    of an operand, or a fused group's one output (``fresh_fused``: the caller's judgement of its groups)."""
+    if node.op == "fused":
+        return node in fresh_fused
+    op = OPS[node.op]
+    return not op.is_view and (isinstance(op.impl, np.ufunc) or node.op in _FRESH or op.kind in _FRESH_KINDS)
+
+
+def fresh_group_output(node: Node) -> bool:
+    """Whether a fused group run as NumPy calls returns a new array: its one output computed inside the group by an
+    op that makes one (not one of the group's inputs passed through)."""
+    body = node.regions[0]
+    if len(body.outputs) != 1:
+        return False
+    out = body.outputs[0]
+    return out.op not in ("input", "const") and out not in body.inputs and _fresh(out, set())

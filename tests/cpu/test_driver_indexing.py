@@ -1,0 +1,116 @@
+"""The driver spells getitem/setitem as Python indexing, and assigns ``x[idx] = v`` into x's own buffer when x dies
+there (backends/cpu/driver_indexing.py): a stencil loop no longer copies its array per step. Values, dtypes,
+mutations and independence of results are checked against eager NumPy; the in-place decision through ``explain``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgraph
+
+
+@pytest.fixture(autouse=True)
+def cost_model_on(monkeypatch):
+    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
+
+
+def _backend(compiled) -> str:
+    return str(compiled.explain()).split("Guards:")[0]
+
+
+def _driver(compiled) -> str:
+    return compiled.entries[-1].compiled.driver_source
+
+
+def _heat(u, alpha=0.1, steps=4):
+    u = u.copy()
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + alpha * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u
+
+
+def test_stencil_assigns_in_place_and_matches_eager():
+    u = np.linspace(0.0, 1.0, 12) ** 2
+    before = u.copy()
+    compiled = jitgraph.compile(_heat)
+    for _ in range(2):  # the second call reuses whatever the first left behind
+        np.testing.assert_allclose(compiled(u), _heat(u), rtol=1e-15)
+    np.testing.assert_array_equal(u, before)  # the caller's array is never written
+    assert "assigned in place into" in _backend(compiled)
+    assert "# setitem in place" in _driver(compiled)
+
+
+def _fill_rows(x):
+    out = np.zeros((3, 4))
+    for i in range(3):
+        out[i, :] = x[i] * (i + 1)
+    return out
+
+
+def test_assignments_into_a_constant_copy_it_first():
+    x = np.arange(12.0).reshape(3, 4)
+    compiled = jitgraph.compile(_fill_rows)
+    first = compiled(x)
+    second = compiled(x + 1)
+    np.testing.assert_array_equal(first, _fill_rows(x))
+    np.testing.assert_array_equal(second, _fill_rows(x + 1))
+    assert first is not second and not np.shares_memory(first, second)
+
+
+def _view_read_after(x):
+    y = x * 2.0
+    head = y[:3].sum()
+    y[1:] = 0.0
+    return y, head + y[:3].sum()
+
+
+def test_a_buffer_still_read_later_is_not_assigned_in_place():
+    x = np.arange(1.0, 7.0)
+    compiled = jitgraph.compile(_view_read_after)
+    got, want = compiled(x), _view_read_after(x)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+
+
+def _mutate_argument(x, v):
+    x[2:5] = v
+    x[0] = x[1] + 1.0
+    return x.sum()
+
+
+def test_assignments_into_a_callers_array_mutate_it_as_eager():
+    x, v = np.arange(8.0), np.array([7.0, 8.0, 9.0])
+    xe = x.copy()
+    compiled = jitgraph.compile(_mutate_argument)
+    assert compiled(x, v) == _mutate_argument(xe, v)
+    np.testing.assert_array_equal(x, xe)
+
+
+def _gather_scatter(table, idx, k):
+    out = table * 1.5
+    out[k] = -1.0
+    return out[idx], out[k - 1, ...]
+
+
+def test_index_operands_and_gathers_match_eager():
+    table = np.linspace(0.0, 1.0, 10).astype(np.float32)
+    idx = np.array([[0, 3], [9, 2]])
+    compiled = jitgraph.compile(_gather_scatter)
+    for k in (4, 7):
+        got, want = compiled(table, idx, k), _gather_scatter(table, idx, k)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
+def _overlapping_shift(x):
+    y = x + 1.0
+    y[1:] = y[:-1]
+    return y
+
+
+def test_an_assignment_from_a_view_of_its_own_target_matches_eager():
+    x = np.arange(6.0)
+    compiled = jitgraph.compile(_overlapping_shift)
+    np.testing.assert_array_equal(compiled(x), _overlapping_shift(x))
