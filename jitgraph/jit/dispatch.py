@@ -17,10 +17,11 @@ Exactness: a runner accepts a call exactly when the generic path would pick its 
 ``keys.flatten`` branch for branch (the same exact types, so the same branch; the same key parts compared), runs
 the same guard code, and where the aliasing cannot be decided from owners alone (an array whose memory comes
 through a non-array object, two views of one buffer) it calls ``keys.alias_pattern`` as the generic path does.
-Values with no straight-line check (device arrays, named tuples, slices, sets, ...) leave the entry without a
-runner. Runners are tried in publication order, and only for the leading entries that all have one
-(``runners``), so the first entry that matches is the one the generic path would find; calls no runner takes go
-the generic way.
+A user object (``self``) is keyed by its exact type alone (``keys.keyed_by_type``), its attributes by the traced
+guards and read as extra inputs. Values with no straight-line check (device arrays, named tuples, slices, sets,
+objects of classes with ``__getattr__``, ...) leave the entry without a runner. Runners are tried in publication
+order, and only for the leading entries that all have one (``runners``), so the first entry that matches is the
+one the generic path would find; calls no runner takes go the generic way.
 
 The first runner's entry also gets a *call function* (``build_call``): the same checks with the arguments as
 positional-only parameters, which the compiled function's ``__call__`` runs directly -- no ``*args``/``**kwargs``
@@ -44,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.device_arrays import is_device_array
 from jitgraph.jit.entries import Entry
 from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt, view
-from jitgraph.tracer.keys import alias_pattern, is_namedtuple
+from jitgraph.tracer.keys import alias_pattern, is_namedtuple, keyed_by_type
 from jitgraph.tracer.trace import parameter_names
 
 MISS = object()  # what a runner returns when the call is not its entry's (never a user's value)
@@ -167,6 +169,13 @@ class _Writer:
             v = self.local(expr)
             self.fail_if(f"type({v}) is not {self.const(t)} or id({v}) != {id(value)}",
                          f"{label} is {getattr(value, '__qualname__', t.__name__)}")
+        elif keyed_by_type(t) and not is_device_array(value):  # an object: the guards check the attributes read
+            v = self.local(expr)
+            self.know(path, v)
+            # is_device_array's test, where an instance dict may hold the names (keyed_by_type: not the class)
+            device = f" or hasattr({v}, '__cuda_array_interface__') or getattr({v}, '__cuda_ndarray__', False) is True"
+            self.fail_if(f"type({v}) is not {self.const(t)}" + (device if t.__dictoffset__ else ""),
+                         f"{label}: a {t.__qualname__}")
         else:
             raise _Unsupported
 
@@ -238,10 +247,12 @@ class _Writer:
             self.lines.append(f"{pad}o{k} = id({a}) if (b := {a}.base) is None else "
                               "id(b) if type(b) is ndarray and b.base is None else 0")
             owners.append(f"o{k}")
-        for k, x in enumerate(extras, len(arrays)):  # a global's value: an array, a number (no memory), or unknown
+        # A global's or an attribute's value: an array, a number (no memory: alias_pattern compares only arrays and
+        # device arrays), or unknown (0: the exact check).
+        for k, x in enumerate(extras, len(arrays)):
             self.lines.append(f"{pad}o{k} = (id({x}) if (b := {x}.base) is None else id(b) if type(b) is ndarray and "
                               f"b.base is None else 0) if type({x}) is ndarray else -{k + 1} if type({x}) is float "
-                              f"or isinstance({x}, generic) else 0")
+                              f"or type({x}) is int or isinstance({x}, generic) else 0")
             owners.append(f"o{k}")
         if len(owners) <= _PAIRWISE_MAX:
             same = " or ".join(f"{p} == {q}" for p, q in itertools.combinations(owners, 2))

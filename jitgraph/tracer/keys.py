@@ -101,6 +101,22 @@ def value_part(value: Any, t: type | None = None) -> Any:
     return t
 
 
+_NOT_BY_TYPE = (_ndarray, _generic, *_IDENTITY_TYPES, np.dtype, enum.Enum, *_BY_VALUE_BASES)
+# Class attributes that make :func:`flatten` read more than an instance's type: ``isinstance`` consults a redefined
+# ``__class__``, the device test (``is_device_array``) reads the two interface names and runs ``__getattr__``.
+_INSTANCE_HOOKS = ("__class__", "__getattr__", "__getattribute__", "__cuda_array_interface__", "__cuda_ndarray__")
+
+
+def keyed_by_type(t: type) -> bool:
+    """Whether :func:`flatten` keys every value of exact type ``t`` by ``t`` alone (``value_part``'s last line: a
+    plain user object, whose attributes the trace guards where it reads them), provided the instance is no device
+    array: for such a class ``is_device_array``, the one test on that walk that reads the instance, finds the
+    interface names only in its ``__dict__``. For generated dispatch (jit/dispatch.py), which checks both."""
+    if issubclass(t, _NOT_BY_TYPE):
+        return False
+    return not any(name in k.__dict__ for k in t.__mro__[:-1] for name in _INSTANCE_HOOKS)
+
+
 class _Unkeyable(Exception):
     pass
 
