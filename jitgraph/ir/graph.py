@@ -23,6 +23,7 @@ import numpy as np
 
 from jitgraph.ir.optable import get_op
 from jitgraph.ir.printer import format_graph
+from jitgraph.ir.symbols import Sym
 from jitgraph.ir.types import TensorType, type_of, weak_type_of
 
 if TYPE_CHECKING:
@@ -159,6 +160,8 @@ class GraphBuilder:
             pass
         elif isinstance(value, bool | int | float | complex):
             type_ = type_ or weak_type_of(value)
+        elif type(value) is Sym:  # ``x.shape[0]`` of a symbolic dimension: a Python int (ir/symbols.py)
+            type_ = TensorType((), np.dtype(np.int64), weak=True)
         else:
             raise TypeError(f"cannot make an IR constant from {type(value).__name__}")
         node = Node("const", (), type_ or type_of(value).with_(layout="C"), {"value": value}, loc=self.loc)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jitgraph.ir.symbols import Sym, SymbolicSizeError
+
 SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
     np.dtype(d) for d in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                           "float16", "float32", "float64", "complex64", "complex128")
@@ -35,14 +37,14 @@ class TensorType:
     graph inputs and views carry a layout other than ``"C"``; freshly computed arrays are C-ordered, as in NumPy.
     """
 
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # a dimension may be a symbolic size (``Sym``, ir/symbols.py) in a traced graph
     dtype: np.dtype
     weak: bool = False
     layout: str = "C"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(d if type(d) is Sym else int(d) for d in self.shape))
         if self.weak and self.shape != ():
             raise ValueError("weak (Python scalar) types must have shape ()")
         if self.layout not in LAYOUTS:
@@ -56,6 +58,8 @@ class TensorType:
     def size(self) -> int:
         n = 1
         for d in self.shape:
+            if type(d) is Sym:
+                raise SymbolicSizeError(f"the size of {self} depends on {d}")
             n *= d
         return n
 

@@ -33,6 +33,7 @@ import logging
 from typing import Any, NamedTuple
 
 from jitgraph.jit.entries import Entry, same_but_sizes
+from jitgraph.jit.symbolic_sizes import MAX_INSTANCES, symbolic_dims, trace_symbolic
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.trace import parameter_names, trace
@@ -65,6 +66,7 @@ class DynamicPolicy:
         # static (never dynamic).
         self._dims: set[str] = set()
         self._static_dims: set[str] = set()
+        self._instances = 0  # instances of symbolic entries published (symbolic_sizes.py)
 
     # ---- dimensions ------------------------------------------------------------------------------------------
     def _size_plan(self, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> SizePlan | None:
@@ -89,6 +91,11 @@ class DynamicPolicy:
     def _settle_sizes(self, entry: Entry, plan: SizePlan | None, reason: str | None) -> str | None:
         """After the trace of a miss under ``plan``: a size variant (``entry.variant``), or a recompile that makes
         its dimensions dynamic (the reason says which). Returns the recompile reason."""
+        if entry.instance_of is not None:  # a new size of a symbolic entry: no trace, no recompile
+            entry.variant = True
+            log_recompiles.info("jitgraph: %s: new size of dynamic %s (%s); the symbolic entry instantiated for it",
+                                self.name, entry.instance_of.symbolic.describe(), reason)
+            return reason
         like = None if plan is None else next(
             ((e, dims) for e, dims in plan.likes
              if e.mode == entry.mode and same_but_sizes(entry.traced_graph, e.traced_graph)), None)
@@ -105,6 +112,50 @@ class DynamicPolicy:
         log_recompiles.info("jitgraph: %s: new size of dynamic %s (%s); the same graph, traced for it", self.name,
                             _in_order(dims, entry.facts), reason)
         return reason
+
+    # ---- symbolic sizes (symbolic_sizes.py) -----------------------------------------------------------------
+    def _instance(self, plan: SizePlan | None, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]
+                  ) -> Entry | None:
+        """A miss that differs from an entry with a symbolic form only in its symbolic dimensions: that form
+        instantiated at the call's sizes, as an entry (no trace). None when no form serves the call."""
+        if plan is None or self._instances >= MAX_INSTANCES:
+            return None
+        for like, dims in plan.likes:
+            form = like.symbolic
+            if form is None or like.mode != "graph" or not dims <= form.labels:
+                continue
+            sizes = form.sizes_of(facts)
+            if sizes is None or form.check(args, kwargs) is None:
+                continue
+            traced = self._trace(args, kwargs, form.instance(sizes))
+            if traced.brk is not None:  # arguments that overlap in memory, say: the ordinary path decides
+                continue
+            entry = self._compile(traced)
+            entry.instance_of = like
+            self._instances += 1
+            return entry
+        return None
+
+    def _symbolize(self, entry: Entry, plan: SizePlan | None, facts: dict[str, Any], args: tuple,
+                   kwargs: dict[str, Any]) -> None:
+        """After a new traced graph entry whose call has dynamic dimensions: trace it again with those as symbols,
+        so that later sizes are instances of it (``entry.symbolic``; nothing changes when that trace fails)."""
+        if entry.mode != "graph" or entry.variant or entry.instance_of is not None or entry.device or \
+                entry.traced.split is not None or entry.traced.resumable or self.dynamic is False and not self._dims:
+            return
+        labels = set(self._dims)
+        if self.dynamic is True:
+            labels |= {f"{k}[{i}]" for k, v in facts.items() if k.endswith(".shape") for i in range(len(v))}
+        dims = symbolic_dims(labels - self._static_dims, facts)
+        if not dims:
+            return
+        checks = [(entry.traced_graph, facts)] + [(e.traced_graph, e.facts) for e, _ in (plan.likes if plan else ())
+                                                  if e.mode == "graph" and e.instance_of is None]
+        form = trace_symbolic(self._fn, args, kwargs, facts, dims, checks)
+        if form is not None:
+            entry.symbolic = form
+            log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,
+                                form.describe())
 
     # ---- ints ------------------------------------------------------------------------------------------------
     def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Entry | None:

@@ -50,6 +50,10 @@ class Entry:
     # A size variant (dynamic_policy.py): the same graph as another entry at other sizes of dynamic dimensions; it
     # does not count towards ``cache_limit``.
     variant: bool = False
+    # Symbolic sizes (symbolic_sizes.py): the entry's trace with its dynamic dimensions as symbols, which serves
+    # later sizes without tracing (``symbolic``); on such an *instance*, the entry whose symbolic trace it is.
+    symbolic: Any = None
+    instance_of: Entry | None = None
     # Measured tier-down (tiering.py): the probe timing the entry's first calls (``fast`` stays False meanwhile),
     # and its decision in words once taken ("measured: compiled 10.8 us, eager 3.1 us per call ...").
     probe: Any = None
@@ -165,6 +169,7 @@ class CacheInfo:
     misses: int = 0
     recompiles: int = 0
     fallbacks: int = 0
-    entries: int = 0  # size variants included
+    entries: int = 0  # traced entries, size variants included (instances are not traced: size_instances)
     size_variants: int = 0  # entries traced for new sizes of dynamic dimensions (not recompiles)
+    size_instances: int = 0  # entries that instantiate a symbolic entry at new sizes, with no trace (not recompiles)
     tiered_down: int = 0  # graph entries measured slower than the plain function: they run it (tiering.py)

@@ -283,7 +283,7 @@ class CompiledFunction(DynamicPolicy):
     def _publish(self, entry: Entry, reason: str | None, site: str) -> None:
         """Make ``entry`` visible to the dispatch loop (under the lock); a recompile records why and where."""
         if entry.variant:
-            self._variants += 1
+            self._variants += entry.instance_of is None  # an instance is no trace (symbolic_sizes.py)
         elif self.entries:
             self._recompiles += 1
             self._reasons.append(reason or "argument structure changed")
@@ -357,12 +357,13 @@ class CompiledFunction(DynamicPolicy):
                     " (the graph break does not depend on its value: the eager entry is keyed on its type)")
                 args, kwargs = entry.traced.args, entry.traced.kwargs
             else:
-                entry = self._compile(self._trace(args, kwargs))
+                entry = self._instance(plan, facts, args, kwargs) or self._compile(self._trace(args, kwargs))
         if self.entries:
             reason = self._settle_sizes(entry, plan, reason)
             if not entry.variant:
                 log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
                                     len(self.entries) + 1, reason, site)
+        self._symbolize(entry, plan, facts, args, kwargs)
         log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
                          entry.mode, "\n  ".join(entry.guard_texts))
         try:
@@ -484,7 +485,9 @@ class CompiledFunction(DynamicPolicy):
     def cache_info(self) -> CacheInfo:
         with self._lock:
             return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks), entries=len(self.entries), size_variants=self._variants,
+                             fallbacks=tally(self._fallbacks), size_variants=self._variants,
+                             entries=sum(e.instance_of is None for e in self.entries),
+                             size_instances=sum(e.instance_of is not None for e in self.entries),
                              tiered_down=tiering.tiered_down(self.entries))
 
     def recompile_reasons(self, with_site: bool = False) -> list[str]:

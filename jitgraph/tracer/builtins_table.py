@@ -51,7 +51,7 @@ def _len(tx: TraceContext, value: Any) -> int:
         if t.ndim == 0 or value.kind != "array":
             err = TypeError("len() of unsized object")
             tx.graph_break(str(err), err)
-        return t.shape[0]
+        return tx.size_value(t.shape[0])
     try:
         return len(value)
     except TypeError as exc:

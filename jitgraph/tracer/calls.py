@@ -315,7 +315,7 @@ def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:
     if array.kind == "py":
         tx.graph_break(f"attribute {name!r} of a Python number argument")
     if name == "shape":
-        return t.shape
+        return tuple(tx.size_value(d) for d in t.shape)
     if name == "ndim":
         return t.ndim
     if name == "size":

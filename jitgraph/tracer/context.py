@@ -18,6 +18,7 @@ from jitgraph.device_arrays import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
 from jitgraph.ir.ops import OPS, OpKind, get_op
+from jitgraph.ir.symbols import Sym
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
@@ -68,6 +69,8 @@ class TraceContext:
         # Outside Python ints/floats the trace reads as runtime values (a step counter ``self.t += 1`` that the
         # replay rewrites each call would otherwise fail its value guard on every call): side_effects.py.
         self.dynamic_sources = dynamic_sources
+        # Argument dimensions traced as symbolic sizes: source name -> {axis: Sym} (jit/symbolic_sizes.py).
+        self.symbolic_dims: dict[str, dict[int, Sym]] = {}
         self.side_effects = SideEffects()
         self.copies_of: dict[int, list[Any]] = {}  # a caller's list/dict id -> the tracer's copies of it
         self.copy_origin: dict[int, list[Any]] = {}  # a copy's id -> every copy of the same caller's container
@@ -147,6 +150,11 @@ class TraceContext:
         if overflow is not None:
             self.graph_break(f"NumPy would raise here: {overflow}", overflow)
         return node
+
+    def size_value(self, size: int | Sym) -> int | TArray:
+        """A dimension's size as the traced code sees it: a Python int, or for a symbolic dimension a graph
+        constant standing for it (``const(s0)``, a Python int at run time; the graph is instantiated per size)."""
+        return self.fresh(self.builder.const(size)) if type(size) is Sym else size
 
     def fresh(self, node: Node, kind: str | None = None) -> TArray:
         """A new array value with its own storage (an op result)."""
@@ -258,6 +266,9 @@ class TraceContext:
             t, kind = device_type_of(value), "array"
         elif isinstance(value, np.ndarray):
             t, kind = type_of(value), "array"
+            dims = self.symbolic_dims.get(source.name) if source is not None and self.symbolic_dims else None
+            if dims:  # dynamic dimensions traced as symbols (jit/symbolic_sizes.py)
+                t = t.with_(shape=tuple(dims.get(i, d) for i, d in enumerate(t.shape)))
         elif isinstance(value, np.generic):
             t, kind = TensorType((), value.dtype), "scalar"
         else:

@@ -34,15 +34,19 @@ def _run(f, sizes):
         np.testing.assert_allclose(f(x, W), layer(x, W), rtol=1e-12)
 
 
-@pytest.mark.parametrize(("mode", "recompiles", "variants", "reasons"), [
-    (None, 1, 3, ["x.shape[0]: 2 -> 3 (x.shape[0] now dynamic)"]),
-    (True, 0, 4, []),
+@pytest.mark.parametrize(("mode", "recompiles", "entries", "instances", "reasons"), [
+    (None, 1, 2, 3, ["x.shape[0]: 2 -> 3 (x.shape[0] now dynamic)"]),
+    (True, 0, 1, 4, []),
 ])
-def test_sizes_dynamic_after_one_recompile_or_from_the_first_call(mode, recompiles, variants, reasons) -> None:
+def test_sizes_dynamic_after_one_recompile_or_from_the_first_call(mode, recompiles, entries, instances,
+                                                                   reasons) -> None:
+    """Two traces (static, then symbolic) with automatic dynamic shapes, one with dynamic=True; every later size is
+    an instance of the symbolic trace (no trace, no recompile)."""
     f = jitgraph.compile(layer, dynamic=mode, cache_limit=2)
     _run(f, (2, 3, 5, 6, 7))
     info = f.cache_info()
-    assert (info.recompiles, info.size_variants, info.entries, info.fallbacks) == (recompiles, variants, 5, 0)
+    assert (info.recompiles, info.size_variants, info.entries, info.size_instances, info.fallbacks) == \
+        (recompiles, 0, entries, instances, 0)
     assert f.recompile_reasons() == reasons
 
 
@@ -77,7 +81,7 @@ def test_mark_dynamic_wins_over_dynamic_false_and_mark_static_over_true() -> Non
     jitgraph.mark_dynamic(x, 0)
     np.testing.assert_allclose(f(x, W), layer(x, W))
     _run(f, (6, 7))
-    assert (f.cache_info().recompiles, f.cache_info().size_variants) == (0, 2)
+    assert (f.cache_info().recompiles, f.cache_info().size_instances) == (0, 2)
 
     g = jitgraph.compile(layer, dynamic=True)
     y = np.ones((5, 4))
@@ -111,13 +115,21 @@ def test_marks_inside_containers_name_the_dimension() -> None:
         x = np.ones((n, 2))
         jitgraph.mark_dynamic(x, 0)
         np.testing.assert_array_equal(f({"x": x}), step({"x": x}))
-    assert f.cache_info().size_variants == 2 and f.cache_info().recompiles == 0
+    assert f.cache_info().size_instances == 2 and f.cache_info().recompiles == 0
+
+
+def branchy(x, w):
+    y = np.tanh(x @ w + 1.0)
+    return y * 2.0 if x.shape[0] > 1 else y  # a branch on a size: no symbolic trace, a size variant per size
 
 
 def test_size_variants_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dynamic_policy, "MAX_VARIANTS", 2)
-    f = jitgraph.compile(layer, dynamic=True, cache_limit=2)
-    _run(f, (2, 3, 4, 5, 6, 7))  # 2 variants, then recompiles up to the limit, then eager
+    f = jitgraph.compile(branchy, dynamic=True, cache_limit=2)
+    for n in (2, 3, 4, 5, 6, 7):  # 2 variants, then recompiles up to the limit, then eager
+        x = np.arange(n * 4, dtype=np.float64).reshape(n, 4) / 10
+        np.testing.assert_allclose(f(x, W), branchy(x, W), rtol=1e-12)
     info = f.cache_info()
-    assert (info.size_variants, info.recompiles, info.entries, info.fallbacks) == (2, 1, 4, 2)
+    assert (info.size_variants, info.size_instances, info.recompiles, info.entries, info.fallbacks) == \
+        (2, 0, 1, 4, 2)
     assert f.recompile_reasons() == ["x.shape[0]: 4 -> 5 (2 sizes of dynamic dimensions traced already)"]

@@ -1,8 +1,7 @@
 """The five size-changing loops of issue 20 (``benchmarks/dynamic.py``, at smaller sizes): every one matches eager
-NumPy and recompiles within the issue's entry budget (the entries that are not size variants). Three budgets count
-every entry, and there each new size is still a variant entry of its own (traced at its sizes, kernels shared):
-one entry for every size needs symbolic sizes in the tracer and the backend (issue 20 item 1), so those stay
-expected failures. Size-1 and zero-size batches behave as NumPy does."""
+NumPy and traces within the issue's entry budget: the first size static, the first recompile caused by a size
+traced again with that dimension symbolic (jit/symbolic_sizes.py), and every later size an instance of that trace
+(no trace, no recompile, not an entry). Size-1 and zero-size batches behave as NumPy does."""
 
 from __future__ import annotations
 
@@ -23,22 +22,20 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules["bench_dynamic"] = bench  # dataclasses look their module up there
 _spec.loader.exec_module(bench)
 
-NEEDS_SYMBOLIC_SIZES = {"RNN cell, 12 sequence lengths", "softmax attention, 10 lengths",
-                        "k-means, 6 point-cloud sizes"}
+SYMBOLIC = {"RNN cell, 12 sequence lengths", "softmax attention, 10 lengths", "k-means, 6 point-cloud sizes"}
 
 
 @pytest.mark.parametrize("loop", bench.LOOPS, ids=lambda loop: loop.step.__name__)
-def test_loop_matches_eager_within_budget(loop: Any, request: pytest.FixtureRequest) -> None:
+def test_loop_matches_eager_within_budget(loop: Any) -> None:
     expected = loop.run(loop.step, 4)
     f = jitgraph.compile(loop.step)
     got = loop.run(f, 4)
     assert bench.agree(got, expected)
     info = f.cache_info()
     assert info.entries - info.size_variants <= loop.budget, f.recompile_reasons()  # one recompile, then variants
-    if loop.name in NEEDS_SYMBOLIC_SIZES:
-        request.applymarker(pytest.mark.xfail(reason="issue 20 item 1: one (variant) entry per size until sizes are "
-                                              "symbolic", strict=False))
     assert info.entries <= loop.budget, f.recompile_reasons()
+    if loop.name in SYMBOLIC:
+        assert info.size_instances > 0 and info.size_variants == 0, info  # later sizes: no trace at all
 
 
 def test_recompile_reason_names_the_dimension() -> None:
@@ -93,12 +90,12 @@ def _same_as_numpy(step: Any, f: Any, *args: np.ndarray) -> None:
 def test_dynamic_lengths_one_and_zero_match_numpy(step: Any, make: Any, recompiles: int) -> None:
     """Lengths 1 and 0 after the length became dynamic: each call equals NumPy (attention over zero tokens raises,
     as NumPy's max of an empty row does); a length-1 or length-0 graph that differs is its own entry, and the next
-    ordinary length is again a variant of the entry traced at an ordinary length."""
+    ordinary length is again an instance of the symbolic entry traced at an ordinary length."""
     rng = np.random.default_rng(6)
     f = jitgraph.compile(step)
     for n in (5, 9, 1, 0):
         _same_as_numpy(step, f, *make(rng, n))
-    variants = f.cache_info().size_variants
+    instances = f.cache_info().size_instances
     _same_as_numpy(step, f, *make(rng, 7))
     info = f.cache_info()
-    assert (info.recompiles, info.size_variants) == (recompiles, variants + 1), f.recompile_reasons()
+    assert (info.recompiles, info.size_instances) == (recompiles, instances + 1), f.recompile_reasons()

@@ -16,6 +16,7 @@ import numpy as np
 from jitgraph.errors import UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
+from jitgraph.ir.symbols import Sym, SymbolicSizeError
 from jitgraph.ir.types import TensorType, type_of
 
 
@@ -94,6 +95,10 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
                 adv_shapes.append(())
                 adv_positions.append(pos)
                 out.append("adv")
+        elif isinstance(entry, slice) and type(size) is Sym:
+            if entry.start is not None or entry.stop is not None or entry.step not in (None, 1):
+                raise SymbolicSizeError(f"the length of {entry} of a dimension of size {size} depends on the size")
+            out.append(size)  # ``x[:, j]``: all of a symbolic dimension
         elif isinstance(entry, slice):
             try:
                 out.append(len(range(*entry.indices(size))))

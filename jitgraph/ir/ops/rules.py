@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.errors import TypeInferenceError
+from jitgraph.ir.symbols import Sym, broadcast_dims, is_symbolic
 from jitgraph.ir.types import TensorType
 
 
@@ -46,10 +47,30 @@ def type_error(message: str, original: BaseException | None = None) -> TypeInfer
 
 def broadcast(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
     try:
+        if any(is_symbolic(s) for s in shapes):
+            return _broadcast_symbolic(shapes)
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError as exc:
         raise type_error(f"{what}: operands could not be broadcast together with shapes "
                          + " ".join(str(s) for s in shapes), exc) from exc
+
+
+def _broadcast_symbolic(shapes: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """NumPy's broadcasting, position by position from the right, where some sizes are symbols."""
+    ndim = max(len(s) for s in shapes)
+    out: list[Any] = []
+    for k in range(1, ndim + 1):
+        dims = [s[-k] for s in shapes if len(s) >= k]
+        size = dims[0]
+        for d in dims[1:]:
+            if type(size) is Sym or type(d) is Sym:
+                size = broadcast_dims(size, d)
+            elif size == 1 or d == size:
+                size = d
+            elif d != 1:
+                raise ValueError(f"sizes {size} and {d} cannot be broadcast together")
+        out.append(size)
+    return tuple(reversed(out))
 
 
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> tuple[int, ...]:
