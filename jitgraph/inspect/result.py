@@ -44,6 +44,7 @@ class EntryView:
     split_reasons: list[BreakInfo] = field(default_factory=list)  # eager calls between the entry's graphs
     segment_graphs: list[Graph] = field(default_factory=list)  # a split entry's lowered graphs, one per segment
     measured: str | None = None  # the measured tier-down's decision, with both times (jit/tiering.py)
+    symbolic: str | None = None  # symbolic sizes: the dimensions traced as symbols, or the sizes of an instance
 
 
 @dataclass
@@ -97,6 +98,9 @@ class ExplainResult:
         if any(v.measured for v in self.entries):
             lines.append("Measured against eager NumPy (per cache entry):")
             lines.extend(f"  entry {i + 1}: {v.measured}" for i, v in enumerate(self.entries) if v.measured)
+        if any(v.symbolic for v in self.entries):
+            lines.append("Symbolic sizes (one trace for every size of these dimensions):")
+            lines.extend(f"  entry {i + 1}: {v.symbolic}" for i, v in enumerate(self.entries) if v.symbolic)
         return lines
 
     def summary(self) -> str:

@@ -137,25 +137,37 @@ class DynamicPolicy:
         return None
 
     def _symbolize(self, entry: Entry, plan: SizePlan | None, facts: dict[str, Any], args: tuple,
-                   kwargs: dict[str, Any]) -> None:
-        """After a new traced graph entry whose call has dynamic dimensions: trace it again with those as symbols,
-        so that later sizes are instances of it (``entry.symbolic``; nothing changes when that trace fails)."""
+                   kwargs: dict[str, Any], reason: str | None) -> str | None:
+        """After a new traced graph entry: trace the call again with its dynamic dimensions as symbols -- those
+        already dynamic, and those in which this call differs from an earlier entry in size only (also where the
+        graphs differ in more than sizes: a size in an attribute, ``np.zeros((n, 3))``) -- so that later sizes are
+        instances of it (``entry.symbolic``). Where that trace fails nothing changes. Returns the recompile reason,
+        naming dimensions that became dynamic here."""
         if entry.mode != "graph" or entry.variant or entry.instance_of is not None or entry.device or \
-                entry.traced.split is not None or entry.traced.resumable or self.dynamic is False and not self._dims:
-            return
+                entry.traced.split is not None or entry.traced.resumable or self._instances >= MAX_INSTANCES:
+            return reason
         labels = set(self._dims)
+        if plan is not None and self.dynamic is not False:
+            labels.update(*(dims for _, dims in plan.likes))
         if self.dynamic is True:
             labels |= {f"{k}[{i}]" for k, v in facts.items() if k.endswith(".shape") for i in range(len(v))}
         dims = symbolic_dims(labels - self._static_dims, facts)
         if not dims:
-            return
+            return reason
         checks = [(entry.traced_graph, facts)] + [(e.traced_graph, e.facts) for e, _ in (plan.likes if plan else ())
                                                   if e.mode == "graph" and e.instance_of is None]
         form = trace_symbolic(self._fn, args, kwargs, facts, dims, checks)
-        if form is not None:
-            entry.symbolic = form
-            log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,
-                                form.describe())
+        if form is None:
+            return reason
+        entry.symbolic = form
+        log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,
+                            form.describe())
+        new = form.labels - self._dims
+        if new and self.dynamic is not True:
+            self._dims |= new
+            if reason is not None and "now dynamic" not in reason:
+                reason = f"{reason} ({_in_order(set(new), facts)} now dynamic)"
+        return reason
 
     # ---- ints ------------------------------------------------------------------------------------------------
     def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Entry | None:

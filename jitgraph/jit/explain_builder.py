@@ -23,7 +23,18 @@ def entry_view(entry: Entry) -> EntryView:
                      times=dict(entry.times), break_reason=entry.break_reason,
                      split_reasons=split_reasons(entry),
                      segment_graphs=lowered_graphs(entry) if entry.traced.split is not None else [],
-                     measured=entry.measured)
+                     measured=entry.measured, symbolic=symbolic_text(entry))
+
+
+def symbolic_text(entry: Entry) -> str | None:
+    """What symbolic sizes did for this entry (jit/symbolic_sizes.py), in words."""
+    if entry.symbolic is not None:
+        return f"traced with {entry.symbolic.describe()}; later sizes are instances of this trace"
+    parent = entry.instance_of
+    if parent is not None and parent.symbolic is not None:
+        sizes = parent.symbolic.sizes_of(entry.facts) or {}
+        return "instance of the symbolic trace (" + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + "), not traced"
+    return None
 
 
 def split_reasons(entry: Entry) -> list[BreakReason]:

@@ -360,10 +360,10 @@ class CompiledFunction(DynamicPolicy):
                 entry = self._instance(plan, facts, args, kwargs) or self._compile(self._trace(args, kwargs))
         if self.entries:
             reason = self._settle_sizes(entry, plan, reason)
-            if not entry.variant:
-                log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
-                                    len(self.entries) + 1, reason, site)
-        self._symbolize(entry, plan, facts, args, kwargs)
+        reason = self._symbolize(entry, plan, facts, args, kwargs, reason)
+        if self.entries and not entry.variant:
+            log_recompiles.info("jitgraph: recompiling %s (cache entry %d): %s @ %s", self.name,
+                                len(self.entries) + 1, reason, site)
         log_guards.debug("jitgraph: guards of %s entry %d (%s):\n  %s", self.name, len(self.entries) + 1,
                          entry.mode, "\n  ".join(entry.guard_texts))
         try:

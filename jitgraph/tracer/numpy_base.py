@@ -15,6 +15,7 @@ import numpy as np
 
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.ops.rules import normalize_axes
+from jitgraph.ir.symbols import Sym
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.values import TArray
 
@@ -108,12 +109,27 @@ def axes_arg(tx: TraceContext, axis: Any, ndim: int, what: str) -> tuple[int, ..
 
 
 def shape_arg(tx: TraceContext, shape: Any) -> tuple[int, ...]:
-    """A shape argument: an int or a sequence of trace-time ints."""
+    """A shape argument: an int or a sequence of trace-time ints, where a symbolic size read from an argument's
+    shape (``x.reshape(n, -1)`` with ``n = x.shape[0]``, ir/symbols.py) stays its symbol."""
     if isinstance(shape, int | np.integer):
         return (int(shape),)
-    if isinstance(shape, tuple | list) and all(isinstance(d, int | np.integer) for d in shape):
-        return tuple(int(d) for d in shape)
+    sym = _symbol_of(tx, shape)
+    if sym is not None:
+        return (sym,)
+    if isinstance(shape, tuple | list):
+        dims = [int(d) if isinstance(d, int | np.integer) else _symbol_of(tx, d) for d in shape]
+        if all(d is not None for d in dims):
+            return tuple(dims)  # type: ignore[arg-type]
     tx.graph_break("a shape that is not a tuple of trace-time integers")
+
+
+def _symbol_of(tx: TraceContext, value: Any) -> Sym | None:
+    """The symbol a traced Python int stands for, when it is a symbolic size itself (``const(s0)``)."""
+    if isinstance(value, TArray) and value.kind == "py":
+        node = tx.read(value)
+        if node.op == "const" and type(node.attrs["value"]) is Sym:
+            return node.attrs["value"]
+    return None
 
 
 def dtype_arg(tx: TraceContext, dtype: Any) -> np.dtype:

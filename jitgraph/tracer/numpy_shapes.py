@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.ops.indexing import build_index
+from jitgraph.ir.symbols import is_symbolic
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.numpy_base import LoweringTable, as_array, axes_arg, no_out, shape_arg
 from jitgraph.tracer.values import TArray
@@ -37,6 +38,8 @@ def stride_proto(tx: TraceContext, x: TArray) -> np.ndarray | None:
         return None
     origin = x.buffer.origin
     t = origin.tensor_type
+    if is_symbolic(t.shape) or any(is_symbolic(dict(step.attrs).get("shape", ())) for step in x.path):
+        return None  # symbolic sizes (ir/symbols.py): decided from the layout class, as for an unknown array
     caller = tx.caller_array(x.buffer)
     strides = getattr(caller, "strides", None)
     if strides is None or len(strides) != t.ndim:

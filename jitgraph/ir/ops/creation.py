@@ -9,15 +9,16 @@ import numpy as np
 
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import type_error
+from jitgraph.ir.symbols import Sym
 from jitgraph.ir.types import TensorType
 
 
 def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
-    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    if any(int(d) < 0 for d in shape):
+    shape = (shape,) if isinstance(shape, int | np.integer | Sym) else tuple(shape)
+    if any(type(d) is not Sym and int(d) < 0 for d in shape):  # a symbolic size is >= 2 (ir/symbols.py)
         err = ValueError("negative dimensions are not allowed")
         raise type_error(f"{name}: {err}", err)
-    return tuple(int(d) for d in shape)
+    return tuple(d if type(d) is Sym else int(d) for d in shape)
 
 
 def _infer_fill(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:

@@ -13,11 +13,15 @@ import numpy as np
 
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, normalize_axes, type_error
+from jitgraph.ir.symbols import Sym, SymbolicSizeError, is_symbolic
 from jitgraph.ir.types import TensorType
 
 
 def _infer_reshape(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     (t,) = types
+    if is_symbolic(t.shape) or is_symbolic(tuple(attrs["shape"])):
+        return TensorType(symbolic_reshape(t.shape, tuple(attrs["shape"])), t.dtype,
+                          layout="C" if t.layout == "C" else "S")
     shape = tuple(int(d) for d in attrs["shape"])
     unknown = [d for d in shape if d < 0]  # NumPy reads any negative entry as "the one unknown dimension"
     if len(unknown) > 1:
@@ -37,6 +41,44 @@ def _infer_reshape(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -
         raise type_error(f"reshape: {err}", err)
     layout = "C" if t.layout == "C" else "S"
     return TensorType(shape, t.dtype, layout=layout)
+
+
+def symbolic_reshape(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The shape ``reshape`` gives where sizes are symbols: the same symbols on both sides (each once per side)
+    and the same product of the fixed sizes; a ``-1`` stands for the one symbol, or the fixed factor, that is
+    left. Anything else depends on the values (SymbolicSizeError)."""
+    def split(shape: tuple[Any, ...]) -> tuple[list[Sym], int, int]:
+        syms, fixed, unknown = [], 1, 0
+        for d in shape:
+            if type(d) is Sym:
+                syms.append(d)
+            elif d < 0:
+                unknown += 1
+            else:
+                fixed *= d
+        return syms, fixed, unknown
+
+    old_syms, old_fixed, _ = split(old)
+    new_syms, new_fixed, unknown = split(new)
+    names = sorted(s.name for s in old_syms)
+    rest = list(names)
+    for s in new_syms:
+        if s.name not in rest:
+            raise SymbolicSizeError(f"reshape of {old} into {new} depends on the sizes")
+        rest.remove(s.name)
+    if len(set(names)) != len(names) or unknown > 1 or old_fixed == 0 or new_fixed == 0:
+        raise SymbolicSizeError(f"reshape of {old} into {new} depends on the sizes")
+    if not unknown:
+        if rest or old_fixed != new_fixed:
+            raise SymbolicSizeError(f"reshape of {old} into {new} depends on the sizes")
+        return new
+    if rest and old_fixed == new_fixed and len(rest) == 1:
+        fill: Any = next(s for s in old_syms if s.name == rest[0])
+    elif not rest and old_fixed % new_fixed == 0:
+        fill = old_fixed // new_fixed
+    else:
+        raise SymbolicSizeError(f"reshape of {old} into {new} depends on the sizes")
+    return tuple(fill if type(d) is not Sym and d < 0 else d for d in new)
 
 
 def transpose_axes(axes: Any, ndim: int) -> tuple[int, ...]:

@@ -1,0 +1,152 @@
+"""Symbolic sizes (ir/symbols.py, jit/symbolic_sizes.py): a dimension that became dynamic is traced once as a symbol,
+and every later size is an instance of that trace. Each function here runs at four batch sizes (the first two
+trace it: static, then symbolic; the last two are instances) and must equal eager NumPy at every size: broadcasting,
+slicing, reductions, matmul, concatenation, reshape, creation and loop regions over a symbolic length. Code whose
+trace needs a size's value (a branch on it, a slice bound computed from it) keeps the dimension static: still
+correct, traced per size (size variants)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jitgraph
+from jitgraph.ir.instantiate import instantiate, same_graph, symbols_of
+from jitgraph.ir.symbols import Sym, SymbolicSizeError
+from jitgraph.ir.types import TensorType
+
+W = np.linspace(-1.0, 1.0, 12).reshape(4, 3).astype(np.float32)
+
+
+def broadcasting(x):
+    return (x - x.mean(axis=0)) * np.float32(0.5) + W[0, :3].sum()
+
+
+def slicing(x):
+    return x[:, 1:3] * 2.0 + x[:, None, 0].sum(axis=1, keepdims=True)
+
+
+def reductions(x):
+    return x.sum(axis=1) + x.max(axis=1) - x.std(axis=1), x.argmin(axis=0), x.mean()
+
+
+def matmul(x):
+    return np.tanh(x @ W) @ W.T / x.shape[0]
+
+
+def concatenation(x):
+    return np.concatenate([x, x * 2.0], axis=1), np.stack([x, -x], axis=-1).sum(axis=0)
+
+
+def reshape(x):
+    n = x.shape[0]
+    return x.reshape(n, 2, 2).sum(axis=2), x.reshape(-1, 4)[::-1].copy(), x.reshape(n * 2, -1)
+
+
+def creation(x):
+    out = np.zeros((x.shape[0], 3), x.dtype)
+    out[:, 0] = x[:, 0]
+    return out + np.ones(x.shape[0])[:, None]
+
+
+def loop_region(x):
+    h = np.zeros(4, np.float32)
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] * 0.5 + h)
+    return h
+
+
+def branch_on_size(x):
+    return x * 2.0 if x.shape[0] > 4 else x
+
+
+SYMBOLIC = [broadcasting, slicing, reductions, matmul, concatenation, creation, loop_region]
+STATIC = [reshape, branch_on_size]  # n * 2 and the branch need the value: traced per size
+
+
+def _agree(got: Any, want: Any) -> None:
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _agree(g, w)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def _run(fn: Callable[..., Any], sizes: tuple[int, ...] = (3, 5, 7, 9)) -> jitgraph.CacheInfo:
+    f = jitgraph.compile(fn)
+    rng = np.random.default_rng(len(fn.__name__))
+    for n in sizes:
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        _agree(f(x), fn(x))
+    return f.cache_info()
+
+
+@pytest.mark.parametrize("fn", SYMBOLIC, ids=lambda f: f.__name__)
+def test_later_sizes_are_instances_of_one_symbolic_trace(fn: Callable[..., Any]) -> None:
+    info = _run(fn)
+    assert (info.entries, info.recompiles, info.size_instances, info.size_variants) == (2, 1, 2, 0), info
+
+
+@pytest.mark.parametrize("fn", STATIC, ids=lambda f: f.__name__)
+def test_a_trace_that_needs_the_size_stays_static_and_right(fn: Callable[..., Any]) -> None:
+    info = _run(fn)
+    assert info.size_instances == 0 and info.fallbacks == 0, info
+
+
+def test_sizes_zero_and_one_after_the_dimension_is_symbolic() -> None:
+    info = _run(matmul, (3, 5, 1, 0, 6))
+    assert info.size_instances == 1, info  # 1 and 0 are traced on their own (0/1 specialisation)
+
+
+def test_shared_symbol_needs_equal_sizes() -> None:
+    """x and y share s0 at the traced call (duck sizing): a later call where they differ is not an instance (NumPy
+    raises there, and so does the compiled function)."""
+    def add(x, y):
+        return x + y
+
+    f = jitgraph.compile(add)
+    for n in (3, 5, 7):
+        a = np.ones(n)
+        _agree(f(a, a * 2), add(a, a * 2))
+    with pytest.raises(ValueError):
+        f(np.ones(7), np.ones(8))
+    assert f.cache_info().size_instances == 1
+
+
+def test_the_printed_graph_shows_the_symbol_and_explain_the_dimensions() -> None:
+    f = jitgraph.compile(matmul)
+    for n in (3, 5):
+        f(np.ones((n, 4), np.float32))
+    form = f.entries[-1].symbolic
+    assert form is not None and form.describe() == "x.shape[0] = s0"
+    assert "f32[s0,4]" in str(form.graph)
+
+
+def test_sym_answers_only_what_holds_for_every_size() -> None:
+    s, t = Sym("s0", 5), Sym("s1", 5)
+    assert s == Sym("s0", 3) and s != 1 and s != 0 and s > 1 and min(s, 1) == 1 and bool(s)
+    for question in (lambda: s == 5, lambda: s == t, lambda: s < 3, lambda: np.int64(5) == s):
+        with pytest.raises(SymbolicSizeError):
+            question()
+    with pytest.raises(TypeError):
+        s + 1
+    with pytest.raises(SymbolicSizeError):
+        TensorType((s, 3), np.float32).size  # noqa: B018
+
+
+def test_instantiation_is_the_graph_a_trace_at_those_sizes_records() -> None:
+    f = jitgraph.compile(loop_region)
+    for n in (3, 5):
+        f(np.ones((n, 4), np.float32))
+    form = f.entries[-1].symbolic
+    assert symbols_of(form.graph) == {"s0"}
+    g7 = instantiate(form.graph, {"s0": 7})
+    assert not symbols_of(g7)
+    traced7 = f.trace(np.ones((7, 4), np.float32)).graph
+    assert same_graph(g7, traced7) and not same_graph(instantiate(form.graph, {"s0": 8}), traced7)
