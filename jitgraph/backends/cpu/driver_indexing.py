@@ -11,11 +11,12 @@ NumPy's own ``x[idx] = v`` into that buffer, with no copy: what the eager progra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from jitgraph.ir.fusion_groups import EPILOGUE_HEADS
 from jitgraph.ir.graph import Node
 from jitgraph.ir.memory import MemoryPlan
 from jitgraph.ir.ops import OPS, OpKind
@@ -78,32 +79,43 @@ def setitem_lines(node: Node, args: list[str], var: str, ns: dict[str, Any], in_
     return [f"    {var} = {target}", f"    {var}[{index}] = {args[1]}  # setitem {how}"]
 
 
-def writes_in_place(graph_nodes: Sequence[Node], k: int, memory: MemoryPlan, fresh_fused: set[Node]) -> bool:
+def writes_in_place(graph_nodes: Sequence[Node], k: int, memory: MemoryPlan,
+                    fresh_groups: Mapping[Node, frozenset[int]]) -> bool:
     """Whether the setitem ``graph_nodes[k]`` may assign into its target's own buffer: the target is a buffer the
-    driver made this call (a fresh array: see :func:`_fresh`; not an input, constant or output) whose last reader,
-    views of it included, is this node (the memory plan releases it here)."""
+    driver made this call (a fresh array: see :func:`fresh_value`; not an input, constant or output) whose last
+    reader, views of it included, is this node (the memory plan releases it here)."""
     node = graph_nodes[k]
     if node.op != "setitem":
         return False
     x = node.inputs[0]
-    return (is_array(x) and x.type.dtype == node.type.dtype and
-            x in memory.release_after.get(k, ()) and _fresh(x, fresh_fused))
+    return (is_array(x) and x.type.dtype == node.type.dtype and x in memory.release_after.get(k, ()) and
+            fresh_value(x, fresh_groups))
 
 
-def _fresh(node: Node, fresh_fused: set[Node]) -> bool:
-    """Whether the driver's value of ``node`` is an array of its own: made by a NumPy call that never returns a view
-    of an operand, or a fused group's one output (``fresh_fused``: the caller's judgement of its groups)."""
+def fresh_value(node: Node, fresh_groups: Mapping[Node, frozenset[int]]) -> bool:
+    """Whether the driver's value of ``node`` is an array of its own, sharing memory with no input, constant or
+    other value: made by a NumPy call that never returns a view of an operand, or a fused group's output at a
+    position ``fresh_groups`` lists for it (the driver's judgement of its groups: see :func:`fresh_outputs`)."""
+    if node.op == "tuple_get":
+        group = node.inputs[0]
+        return group.op == "fused" and node.attrs["index"] in fresh_groups.get(group, ())
     if node.op == "fused":
-        return node in fresh_fused
+        return len(node.regions[0].outputs) == 1 and 0 in fresh_groups.get(node, ())
     op = OPS[node.op]
     return not op.is_view and (isinstance(op.impl, np.ufunc) or node.op in _FRESH or op.kind in _FRESH_KINDS)
 
 
-def fresh_group_output(node: Node) -> bool:
-    """Whether a fused group run as NumPy calls returns a new array: its one output computed inside the group by an
-    op that makes one (not one of the group's inputs passed through)."""
-    body = node.regions[0]
-    if len(body.outputs) != 1:
-        return False
-    out = body.outputs[0]
-    return out.op not in ("input", "const") and out not in body.inputs and _fresh(out, set())
+def fresh_outputs(node: Node, as_numpy: bool, into_inputs: Sequence[int]) -> frozenset[int]:
+    """The positions of the fused ``node``'s outputs that are new arrays. A kernel's are (fresh buffers, or the BLAS
+    product it made) except the kernel outputs it writes into a caller's buffer (``into_inputs``: indices among the
+    outputs other than the BLAS product); a group run as NumPy calls (``as_numpy``) returns new arrays only where an
+    op inside it made them (not a group input passed through), and only once each."""
+    outputs = node.regions[0].outputs
+    if not as_numpy:
+        head = next((n for n in node.regions[0].nodes if n.op in EPILOGUE_HEADS), None)
+        kernel_outputs = [o for o in outputs if o is not head]
+        written = {kernel_outputs[k] for k in into_inputs}
+        return frozenset(k for k, o in enumerate(outputs) if o not in written)
+    body_inputs = set(node.regions[0].inputs)
+    return frozenset(k for k, o in enumerate(outputs) if outputs.count(o) == 1 and o.op not in ("input", "const")
+                     and o not in body_inputs and fresh_value(o, {}))
