@@ -8,9 +8,10 @@ weak (NEP 50) ``pyint`` input.
 
 Python ints are unbounded where the graph computes in int64, and the trace cannot branch, index or shape on a value
 it does not know. So the dynamic trace is kept only when the int flows straight into float arithmetic (``0.9 **
-t``, ``t * 0.5``, ``x / t``, where int64 holds every value a guard lets in): any graph break, any direct use with an
-integer or boolean result, any use inside a loop or branch region, or returning it, and the argument goes back to
-being specialised by value, for good. Values outside ``|t| < 2**31`` are always keyed by value.
+t``, ``t * 0.5``, ``x / t``, where int64 holds every value a guard lets in) or bounds a loop region (``for _ in
+range(n)``: the region's trip count is read at run time): any graph break, any direct use with an integer or boolean
+result, any use inside a loop or branch region, or returning it, and the argument goes back to being specialised by
+value, for good. Values outside ``|t| < 2**31`` are always keyed by value.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def changed(before: dict[int | str, int], now: dict[int | str, int]) -> frozense
 
 def uses_are_float(graph: Graph) -> bool:
     """Whether every weak-int input of ``graph`` (the dynamic ints) is read only by elementwise ops whose result is
-    floating point, and is no output of its own."""
+    floating point, or as a bound of a loop region (``for _ in range(n)``), and is no output of its own."""
     ints = {n for n in graph.inputs if isinstance(n.type, TensorType) and n.type.weak and n.type.dtype.kind in "iu"}
     if not ints:
         return True
@@ -74,6 +75,8 @@ def uses_are_float(graph: Graph) -> bool:
 def _float_reader(n: Node, ints: set[Node]) -> bool:
     if not any(i in ints for i in n.inputs):
         return True
+    if n.op == "loop" and not any(i in ints for i in n.inputs[3:]):
+        return True  # ``for i in range(n)``: a bound of a loop region (start, stop, step) is a run-time trip count
     t = n.type
     return not n.regions and OPS[n.op].kind is OpKind.ELEMENTWISE and isinstance(t, TensorType) and t.dtype.kind in "fc"
 

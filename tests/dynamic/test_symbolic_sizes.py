@@ -150,3 +150,22 @@ def test_instantiation_is_the_graph_a_trace_at_those_sizes_records() -> None:
     assert not symbols_of(g7)
     traced7 = f.trace(np.ones((7, 4), np.float32)).graph
     assert same_graph(g7, traced7) and not same_graph(instantiate(form.graph, {"s0": 8}), traced7)
+
+
+def power_steps(a, v, n):
+    for _ in range(n):
+        v = a @ v
+        v = v / np.linalg.norm(v)
+    return v
+
+
+def test_an_int_argument_that_bounds_a_loop_becomes_a_run_time_trip_count() -> None:
+    """``range(n)`` with ``n`` an argument: after the first recompile ``n`` is a runtime value (dynamic_ints.py)
+    and the loop region reads its trip count at run time: two entries for every ``n``, including 0."""
+    f = jitgraph.compile(power_steps)
+    a = np.eye(5) + 0.1
+    v = np.ones(5)
+    for n in (3, 5, 8, 20, 0, 40):
+        _agree(f(a, v, n), power_steps(a, v, n))
+    info = f.cache_info()
+    assert (info.entries, info.recompiles, info.fallbacks) == (2, 1, 0), f.recompile_reasons()

@@ -81,7 +81,6 @@ def _branch(x, t):
 
 UNSAFE = {
     "int times int": (lambda x, t: x * (t * t), np.float32),
-    "range bound": (_loop, np.float64),
     "index": (lambda x, t: x[t], np.float64),
     "shape": (lambda x, t: np.zeros(t) + x.sum(), np.float64),
     "branch": (_branch, np.float32),
@@ -93,9 +92,19 @@ UNSAFE = {
 }
 
 
+def test_a_loop_bound_becomes_a_run_time_trip_count():
+    """``for _ in range(t)``: the loop region reads its trip count at run time, so ``t`` stays a runtime value
+    (negative and zero counts run no iteration, as in Python)."""
+    compiled = jitgraph.compile(_loop)
+    x = np.arange(6.0) - 2
+    for t in (1, 2, 3, 4, 1, 0, -3, 40):
+        np.testing.assert_array_equal(compiled(x, t), _loop(x, t))
+    assert _runtime_value(compiled) and len(compiled.entries) == 2
+
+
 @pytest.mark.parametrize("name", list(UNSAFE))
 def test_uses_that_need_the_value_stay_specialised(name):
-    """Each of these would be wrong (int64 overflow, Python's big ints) or impossible (a shape, a loop bound, a
+    """Each of these would be wrong (int64 overflow, Python's big ints) or impossible (a shape, an index, a
     branch) with the int as a runtime value: the retrace is rejected and every call matches eager."""
     fn, dtype = UNSAFE[name]
     compiled = jitgraph.compile(fn)
