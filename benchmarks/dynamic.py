@@ -2,8 +2,10 @@
 
 Run ``python benchmarks/dynamic.py`` (``--part loops`` or ``--part workloads`` for one table). Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
 ``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
-cached). ``compile s`` is cold minus warm. ``recomp`` counts recompiles; ``variants`` are entries traced only for new
-sizes of dynamic dimensions (not recompiles; ``var ms``: what each costs, trace to code generation, mean); ``numba``
+cached). ``compile s`` is cold minus warm. ``entries`` counts traces; ``recomp`` recompiles; ``inst`` the sizes served
+by instantiating a symbolic trace (no trace, jit/symbolic_sizes.py); ``variants`` entries traced again only for new
+sizes of dynamic dimensions whose symbolic trace failed (``new ms``: what each instance or variant costs before its
+first run, trace or instantiation to code generation, mean); ``numba``
 counts Numba dispatchers the cold pass compiled or loaded from Numba's disk cache: loop drivers (one whose source
 another size compiled already is shared, not counted) and fused kernels (first calls; a kernel whose source another
 size started is shared). Every row checks that compiled and eager results agree.
@@ -11,10 +13,10 @@ size started is shared). Every row checks that compiled and eager results agree.
 
 The second table runs the six workloads W1-W6 of ``benchmarks/workloads.py`` (imported, not copied) with static and
 with dynamic shapes. *static*: ``jitgraph.compile(fn)``, warmed up at the workload's size. *dynamic*:
-``jitgraph.compile(fn, dynamic=True)``, warmed up first at 3/4 of the batch dimension (dim 0 of every input that
-shares the first input's dim 0), then called at the workload's size: that call is a *size variant* (``variants``
-1, the same kernels, which take their extents as run-time arguments, no Numba compile: ``new size s`` is its
-first-call time) or, where the graph differs in more than sizes (a size baked into a constant), a recompile.
+``jitgraph.compile(fn, dynamic=True)``, traced with symbolic sizes at 3/4 of the batch dimension (dim 0 of every
+input that shares the first input's dim 0), then called at the workload's size: that call is an *instance* of the
+symbolic trace (``inst`` 1: no trace; the same kernels, which take their extents as run-time arguments, no Numba
+compile: ``new size s`` is its first-call time), or a size variant or recompile where the symbolic trace failed.
 Both are then timed at the workload's size in alternating blocks (``timing.paired_timings``, medians) and compared:
 ``ratio`` = dynamic / static. ``noise`` is the same pairing of the static function against a second static
 function (``jitgraph.compile(fn)`` again): the same kernels, but their own result buffers, whose placement in memory
@@ -191,15 +193,16 @@ def kernels_started() -> int:
 
 
 def variant_ms(f: Any) -> float:
-    """Mean time (trace, passes, code generation) of the size variants: what each new size of a dynamic dimension
-    costs before its first run (0 without variants). ``pass:*`` times are parts of ``passes``."""
-    times = [sum(t for k, t in e.times.items() if not k.startswith("pass:")) for e in f.entries if e.variant]
+    """Mean time (trace, passes, code generation) of the size variants and instances: what each new size of a dynamic
+    dimension costs before its first run (0 without either). ``pass:*`` times are parts of ``passes``."""
+    times = [sum(t for k, t in e.times.items() if not k.startswith("pass:")) for e in f.entries
+             if e.variant or e.instance_of is not None]
     return 1e3 * sum(times) / len(times) if times else 0.0
 
 
 def loops_table(scale: int) -> None:
-    print(f"{'loop':34} {'entries':>7} {'recomp':>6} {'variants':>8} {'budget':>6} {'numba':>5} {'var ms':>6} "
-          f"{'compile s':>9} {'eager s':>8} {'cold s':>8} {'warm s':>8}  agree  fallbacks")
+    print(f"{'loop':34} {'entries':>7} {'recomp':>6} {'variants':>8} {'inst':>4} {'budget':>6} {'numba':>5} "
+          f"{'new ms':>6} {'compile s':>9} {'eager s':>8} {'cold s':>8} {'warm s':>8}  agree  fallbacks")
     for loop in LOOPS:
         t0 = time.perf_counter()
         expected = loop.run(loop.step, scale)
@@ -214,7 +217,8 @@ def loops_table(scale: int) -> None:
         loop.run(f, scale)
         warm = time.perf_counter() - t0
         info = f.cache_info()
-        print(f"{loop.name:34} {info.entries:7d} {info.recompiles:6d} {info.size_variants:8d} {loop.budget:6d} "
+        print(f"{loop.name:34} {info.entries:7d} {info.recompiles:6d} {info.size_variants:8d} "
+              f"{info.size_instances:4d} {loop.budget:6d} "
               f"{loop_drivers_compiled(f) + kernels:5d} {variant_ms(f):6.1f} {cold - warm:9.2f} {eager:8.3f} "
               f"{cold:8.2f} {warm:8.3f}  {'yes' if agree(got, expected) else 'NO':5}  {info.fallbacks}")
 
@@ -240,6 +244,7 @@ class Comparison:
     noise: float  # static against a second static function: the second median over the first
     entries: int
     variants: int
+    instances: int
     new_size: float  # first call of the dynamic function at the workload's size, after the shorter batch
     agree: bool
 
@@ -266,19 +271,20 @@ def compare(name: str, scale: float, repeat: int = 30) -> Comparison:
     (t_static, _), (t_dynamic, _) = paired_timings(lambda: static(*args), lambda: dynamic(*args), repeat)
     (n_first, _), (n_second, _) = paired_timings(lambda: static(*args), lambda: again(*args), repeat)
     info = dynamic.cache_info()
-    return Comparison(name, t_static, t_dynamic, n_second / n_first, info.entries, info.size_variants, new_size,
-                      agree)
+    return Comparison(name, t_static, t_dynamic, n_second / n_first, info.entries, info.size_variants,
+                      info.size_instances, new_size, agree)
 
 
 def workloads_table(scale: float) -> None:
     print(f"{'workload':34} {'static ms':>9} {'dynamic ms':>10} {'ratio':>6} {'noise':>6} {'entries':>7} "
-          f"{'variants':>8} {'new size s':>10}  agree")
+          f"{'variants':>8} {'inst':>4} {'new size s':>10}  agree")
     worst = 0.0
     for name, (label, _) in workloads.WORKLOADS.items():
         c = compare(name, scale)
         worst = max(worst, abs(c.noise - 1))
         print(f"{name + ' ' + label:34} {c.static * 1e3:9.2f} {c.dynamic * 1e3:10.2f} {c.dynamic / c.static:6.3f} "
-              f"{c.noise:6.3f} {c.entries:7d} {c.variants:8d} {c.new_size:10.3f}  {'yes' if c.agree else 'NO'}")
+              f"{c.noise:6.3f} {c.entries:7d} {c.variants:8d} {c.instances:4d} {c.new_size:10.3f}  "
+              f"{'yes' if c.agree else 'NO'}")
     print(f"ratio: dynamic / static median; noise: a second static function / static (largest deviation "
           f"{100 * worst:.1f}%)")
 
