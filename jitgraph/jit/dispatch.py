@@ -47,6 +47,7 @@ import numpy as np
 
 from jitgraph.device_arrays import is_device_array
 from jitgraph.jit.entries import Entry
+from jitgraph.jit.guard_code import straight_line
 from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt, view
 from jitgraph.tracer.keys import alias_pattern, is_namedtuple, keyed_by_type
 from jitgraph.tracer.trace import parameter_names
@@ -180,19 +181,21 @@ class _Writer:
             raise _Unsupported
 
     def guards(self, entry: Entry) -> None:
-        """The entry's traced guards and extra inputs (globals read by the trace), as ``GuardSet.compile``. A miss
-        is decided inside the ``try`` but taken after it, so that a call function's going on to the other entries
-        (which may raise the user's own exception) never runs under the guards' ``except``."""
+        """The entry's traced guards and extra inputs (globals and attributes read by the trace), as
+        ``GuardSet.compile``, each path read once (guard_code.py). A miss is decided inside the ``try`` but taken
+        after it, so that a call function's going on to the other entries (which may raise the user's own exception)
+        never runs under the guards' ``except``."""
         guards = entry.guards
         self.ns["K"] = guards.constants
+        held, extras = straight_line([g.code for g in guards.guards], [s.code for s in guards.extra_inputs],
+                                     self.known, self.ns)
         self.lines.append("    try:")
-        codes = [f"({self._with_locals(g.code)})" for g in guards.guards]
         self.lines += [f"        # {g.text[:100]}" for g in guards.guards]
-        self.lines.append(f"        held = {' and '.join(codes) or 'True'}")
-        if guards.extra_inputs:
+        self.lines.append(f"        held = {held}")
+        if extras:
             self.lines.append("        if held:")
-        for k, source in enumerate(guards.extra_inputs):
-            self.lines.append(f"            x{k} = {self._with_locals(source.code)}")
+        for k, value in enumerate(extras):
+            self.lines.append(f"            x{k} = {value}")
             self.leaves.append(f"x{k}")
             self.extras.append(f"x{k}")
         self.lines += ["    except Exception:", "        held = False"]
@@ -201,26 +204,6 @@ class _Writer:
     def know(self, path: str | None, local: str) -> None:
         if path is not None:
             self.known[ast.unparse(ast.parse(path, mode="eval"))] = local
-
-    def _with_locals(self, code: str) -> str:
-        """Guard code with the argument paths it reads (``A[0]['W1']``) replaced by the locals that already hold
-        them, so a guard does not index the arguments again, and the entry's constants (``K[1]``: the list only
-        grows while tracing) by names bound to them."""
-        known, ns = self.known, self.ns
-
-        class Locals(ast.NodeTransformer):
-            def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
-                name = known.get(ast.unparse(node))
-                if name is not None:
-                    return ast.Name(name, ast.Load())
-                k = node.slice
-                if isinstance(node.value, ast.Name) and node.value.id == "K" and isinstance(k, ast.Constant) and \
-                        type(k.value) is int:
-                    ns[f"K{k.value}"] = ns["K"][k.value]
-                    return ast.Name(f"K{k.value}", ast.Load())
-                return self.generic_visit(node)
-
-        return ast.unparse(Locals().visit(ast.parse(code, mode="eval")))
 
     def aliasing(self, entry: Entry, exact: bool) -> None:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
@@ -394,38 +377,50 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
 
 def _direct_lines(entry: Entry, w: _Writer, ba: str, bk: str) -> list[str]:
     """The hit of an entry as published, without the layers: the backend's ``run_direct`` callable (the CPU driver
-    itself, not the object wrapping it) and the result built inline for the usual return values -- an array, or a
-    tuple or list of arrays -- where the builder (``tracer.outputs.build_output``) would run a lambda per part.
+    itself, not the object wrapping it) and, for the usual return values -- an array, or a tuple or list of arrays
+    -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
+    Other results, and replayed side effects (an attribute or a dict entry stored), go to the builder.
 
     Both are checked at call time (``E.compiled is COMPILED and E.build is BUILD``), so a demotion or a stub takes
     effect at once, and a value the inline code does not expect (not an ndarray: a device array, a scalar) goes to
-    the builder. Only for the builder of a plain output spec: not for resumable graphs or replayed side effects,
-    whose builders do more. Together ~0.4 us of a ~2 us small call."""
+    the builder. Not for resumable graphs, whose artifact and builder do more. Together ~0.4 us of a ~2 us small
+    call."""
     traced = entry.traced
-    if entry.compiled is None or entry.build is None or traced.resumable or traced.object_effects:
-        return []
-    spec = traced.out_spec
-    if spec[0] == "out" and spec[2] == "array":
-        parts, wrap = [spec[1]], None
-    elif spec[0] in ("tuple", "list") and 0 < len(spec[1]) <= 8 and \
-            all(p[0] == "out" and p[2] == "array" for p in spec[1]):
-        parts, wrap = [p[1] for p in spec[1]], spec[0]
-    else:
+    if entry.compiled is None or entry.build is None or traced.resumable:
         return []
     # An entry traced without aliasing runs only on leaves that share no memory (the check above): the backend may
     # then skip its own overlap check (``run_unaliased``).
     run = getattr(entry.compiled, "run_unaliased", None) if entry.alias is None else None
     w.ns.update(COMPILED=entry.compiled, BUILD=entry.build,
                 RUN=run or getattr(entry.compiled, "run_direct", entry.compiled))
+    head = "        if E.compiled is COMPILED and E.build is BUILD:  # as published: the driver"
+    parts, wrap = _inline_result(entry)
+    if not parts:
+        return [head, f"            return BUILD(RUN(leaves), leaves, {ba}, {bk})"]
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
-    result = _result(names, wrap)
-    return ["        if E.compiled is COMPILED and E.build is BUILD:  # as published: the driver, the result inline",
+    return [head + ", the result inline",
             "            o = RUN(leaves)",
             *(f"            {r} = o[{k}]" for r, k in zip(names, parts)),
             f"            if {ready}:",
-            f"                return {result}",
+            f"                return {_result(names, wrap)}",
             f"            return BUILD(o, leaves, {ba}, {bk})"]
+
+
+def _inline_result(entry: Entry) -> tuple[list[int], str | None]:
+    """The graph outputs that make the call's result, and how they are wrapped (None: the one array itself, or
+    "tuple" or "list"), for a result of arrays the runner builds inline; ``[]`` where the builder must run (other
+    values, replayed side effects)."""
+    traced = entry.traced
+    spec = traced.out_spec
+    if traced.object_effects:
+        return [], None
+    if spec[0] == "out" and spec[2] == "array":
+        return [spec[1]], None
+    if spec[0] in ("tuple", "list") and 0 < len(spec[1]) <= 8 and all(p[0] == "out" and p[2] == "array"
+                                                                      for p in spec[1]):
+        return [p[1] for p in spec[1]], spec[0]
+    return [], None
 
 
 def _checked_program(entry: Entry) -> Any | None:
@@ -438,7 +433,7 @@ def _checked_program(entry: Entry) -> Any | None:
         return None
     if entry.check is not None and entry.guards.extra_inputs:
         return None
-    if not traced.args or not all(type(a) is np.ndarray for a in traced.args):
+    if not traced.args or not all(type(a) is np.ndarray for a in traced.args) or not _inline_result(entry)[0]:
         return None
     return make(list(traced.args))
 
@@ -451,8 +446,7 @@ def _program_lines(entry: Entry, w: _Writer, checked: tuple[Any, tuple]) -> list
     way, which the generic path then decides. Only for the entry as published (``E.compiled is COMPILED``);
     otherwise the full checks follow."""
     function, outputs = checked
-    spec = entry.traced.out_spec
-    parts = [spec[1]] if spec[0] == "out" else [p[1] for p in spec[1]]
+    parts, wrap = _inline_result(entry)
     w.ns.update(CHECKED=function, EMPTY=np.empty, **{f"OD{k}": dtype for k, (_, dtype) in enumerate(outputs)})
     outs = [f"r{k}" for k in range(len(outputs))]
     return ["    if E.fast and E.compiled is COMPILED and E.build is BUILD:  # Numba checks shapes and strides",
@@ -464,7 +458,7 @@ def _program_lines(entry: Entry, w: _Writer, checked: tuple[Any, tuple]) -> list
             "        if not ran:  # other shapes or strides, or the above",
             f"            {w.miss}",
             "        next(HITS)",
-            f"        return {_result([outs[k] for k in parts], None if spec[0] == 'out' else spec[0])}"]
+            f"        return {_result([outs[k] for k in parts], wrap)}"]
 
 
 def _result(names: list[str], wrap: str | None) -> str:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import jitgraph
 from jitgraph.jit.dispatch import MISS, runner_source
+from jitgraph.jit.guard_code import straight_line
 from jitgraph.tracer.keys import make_key
 
 
@@ -243,3 +244,58 @@ def test_runners_pick_the_entry_the_generic_path_finds(calls: list[tuple[str, st
             continue
         runner_pick_matches_generic(f, args)
         np.testing.assert_allclose(f(*args), expected)
+
+
+class Reads:
+    """Counts reads of its attributes (for the guard rewrite alone: a runner never takes such a class)."""
+
+    def __init__(self, **values: Any) -> None:
+        object.__setattr__(self, "reads", {})
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+    def __getattribute__(self, name: str) -> Any:
+        reads = object.__getattribute__(self, "reads")
+        reads[name] = reads.get(name, 0) + 1
+        return object.__getattribute__(self, name)
+
+
+GUARDS = ["type(A[0].m) is dict and tuple(A[0].m) == K[0]",
+          "type(A[0].m['W']) is ndarray and A[0].m['W'].shape == K[1] and A[0].m['W'].dtype == K[2]",
+          "A[0].lr > 0.5 if A[0].flag else A[0].rate < 1 < A[0].lr",
+          "A[0].rate == 0.25"]
+
+
+@pytest.mark.parametrize("values", [
+    {"m": {"W": np.ones(3)}, "lr": 1.0, "flag": True, "rate": 0.25},
+    {"m": {"W": np.ones(3)}, "lr": 2.0, "flag": False, "rate": 0.25},
+    {"m": {"W": np.ones(3)}, "lr": 0.1, "flag": True, "rate": 0.25},
+    {"m": {"W": np.ones(3, np.float32)}, "lr": 1.0, "flag": True, "rate": 0.25},
+    {"m": {"V": np.ones(3)}, "lr": 1.0, "flag": True, "rate": 0.25},
+    {"m": [1.0], "lr": 1.0, "flag": True, "rate": 0.25},
+])
+def test_guard_rewrite_agrees_and_reads_each_path_once(values: dict) -> None:
+    ns: dict[str, Any] = {"K": [("W",), (3,), np.dtype(np.float64)], "ndarray": np.ndarray}
+    held, extras = straight_line(GUARDS, ["A[0].m['W']", "A[0].lr"], {"A[0]": "a0"}, ns)
+    assert "is K2 or" in held and held.count("a0.m") == 1
+
+    def run(code: str, obj: Reads) -> Any:
+        try:
+            return eval(code, {**ns, "a0": obj, "A": (obj,)})
+        except Exception as exc:  # noqa: BLE001 - a guard that raises fails
+            return type(exc)
+
+    original = " and ".join(f"({g})" for g in GUARDS)
+    expected, obj = run(original, Reads(**values)), Reads(**values)
+    got = run(f"({held}) and ({', '.join(extras)},)", obj)
+    if expected is True:
+        assert got == (values["m"]["W"], values["lr"])
+        assert obj.reads["m"] == 1  # rate and lr: read in a branch first (kept), then bound at a sure read
+    else:
+        assert not got or got is expected
+
+
+def test_guard_rewrite_leaves_unmodelled_code_alone() -> None:
+    ns: dict[str, Any] = {"K": []}
+    held, extras = straight_line(["all(x > 0 for x in A[0].m)", "A[0].m"], ["A[0].m"], {"A[0]": "a0"}, ns)
+    assert held == "(all((x > 0 for x in a0.m))) and (a0.m)" and extras == ["a0.m"]
