@@ -56,6 +56,9 @@ class DynamicPolicy:
 
     dynamic: bool | None
     entries: list[Entry]
+    # Whether a size-only recompile is traced again with symbolic sizes (symbolic_sizes.py). GradFunction says no:
+    # its entries' graphs are derivatives, not the traced function's graph the symbolic trace is checked against.
+    symbolic_sizes = True
 
     def _clear_dynamic(self) -> None:
         # Int arguments traced as runtime values, those that must stay specialised, and the ints of the last miss.
@@ -143,8 +146,9 @@ class DynamicPolicy:
         graphs differ in more than sizes: a size in an attribute, ``np.zeros((n, 3))``) -- so that later sizes are
         instances of it (``entry.symbolic``). Where that trace fails nothing changes. Returns the recompile reason,
         naming dimensions that became dynamic here."""
-        if entry.mode != "graph" or entry.variant or entry.instance_of is not None or entry.device or \
-                entry.traced.split is not None or entry.traced.resumable or self._instances >= MAX_INSTANCES:
+        if not self.symbolic_sizes or entry.mode != "graph" or entry.variant or entry.instance_of is not None or \
+                entry.device or entry.traced.split is not None or entry.traced.resumable or \
+                self._instances >= MAX_INSTANCES:
             return reason
         labels = set(self._dims)
         if plan is not None and self.dynamic is not False:

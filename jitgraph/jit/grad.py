@@ -108,6 +108,8 @@ class GradFunction(CompiledFunction):
         return trace_stage(self.user_fn, args, kwargs, name=self.name, backend=self.backend, options=self.options,
                            result=result)
 
+    symbolic_sizes = False  # each size is traced (dynamic_policy.DynamicPolicy.symbolic_sizes)
+
     def _compile_dynamic(self, user_args: tuple, user_kwargs: dict[str, Any]) -> None:
         return None  # int arguments stay specialised (see the module docstring)
 
