@@ -213,7 +213,7 @@ class CompiledFunction(DynamicPolicy):
         probe = entry.probe
         if probe is not None:
             return probe.run(entry, lambda: self._run_graph(entry, leaves, args, kwargs, user_args, user_kwargs),
-                             lambda: self._fn(*user_args, **user_kwargs))
+                             lambda: self._fn(*user_args, **user_kwargs), user_args, user_kwargs)
         return self._run_graph(entry, leaves, args, kwargs, user_args, user_kwargs)
 
     def _run_graph(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,

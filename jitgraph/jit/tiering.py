@@ -7,9 +7,15 @@ honest answer is to time both on the calls the user makes and keep the faster.
 
 How: when a graph entry is published (``CompiledFunction._publish``, after its first run, where kernels compile)
 it gets a :class:`Probe` and ``fast=False``, so every call of it goes to ``CompiledFunction._run_slow``, which
-hands it to the probe. The probe alternates, call by call, between the compiled graph (through the slow path,
-with the entry's ``on_raise`` care for arguments it mutates) and the plain function, timing each with
-``perf_counter``. The first pair warms up (caches, reused output buffers) and is not counted; after
+hands it to the probe. The probe alternates, call by call, between the compiled graph and the plain function,
+timing each with ``perf_counter``. What is timed is what a call would cost either way: for an entry whose graph
+runs on the fast path (``on_raise`` FAST), two runners of its own (dispatch.build_runner over copies of the entry):
+one that runs the fast path as published (the inline driver call, a BLAS program that checks its own arrays), one
+that ends as a demoted entry does, in a call of the function; both make the entry's checks. Timing the slow
+path's ``compiled(leaves)`` instead made a BLAS program look microseconds slower than it is, and left out what a
+demoted call still pays, so graphs that tie with NumPy were demoted into running slower. An entry that is never
+fast (it mutates arguments and may raise: effects.py) runs the slow path either way, with its ``on_raise`` care,
+so that and the function are timed. The first pair warms up (caches, reused output buffers) and is not counted; after
 :data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
 times) when eager wins by :data:`MARGIN` on the median *and* on the minimum (the minimum is what noise from other
 processes cannot make smaller, so a graph that wins is not tiered down by a busy machine), else ``fast`` goes back
@@ -34,6 +40,7 @@ graph entry; once demoted, its calls do.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import statistics
@@ -43,6 +50,7 @@ from typing import Any
 
 from jitgraph.config import env_flag, option
 from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.dispatch import MISS, build_runner
 from jitgraph.jit.effects import FAST
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.resume import ResumableArtifact
@@ -53,7 +61,7 @@ PROBE_RUNS = 8  # timed runs of each side before the decision
 WARM_PAIRS = 1  # leading pairs (compiled, eager) not counted: caches, first reuse of output buffers
 EARLY_RUNS = 3  # timed runs of each side after which a clear outcome is taken at once
 EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
-MARGIN = 0.97  # demote only where eager takes less than MARGIN x the compiled time (median and minimum)
+MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median and minimum)
 PROBE_CALLS = 2 * (WARM_PAIRS + PROBE_RUNS)  # calls after the first run until every entry is decided
 
 
@@ -84,10 +92,30 @@ def why_not(owner: Any, entry: Entry) -> str | None:
 
 def start(owner: Any, entry: Entry, index: int) -> None:
     """Give a graph entry about to be published its probe (and ``fast=False``) where it is measured."""
-    if why_not(owner, entry) is None:
-        code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
-        entry.probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
-        entry.fast = False
+    if why_not(owner, entry) is not None:
+        return
+    code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
+    probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
+    if entry.fast:
+        fn = owner.fn
+
+        def eagerly(E: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                    user_kwargs: dict[str, Any]) -> Any:
+            return fn(*user_args, **user_kwargs)
+
+        probe.fast_run = _runner(entry, owner.name, index, True, eagerly)
+        probe.eager_run = _runner(entry, owner.name, index, False, eagerly)
+    entry.probe = probe
+    entry.fast = False
+
+
+def _runner(entry: Entry, name: str, index: int, fast: bool, slow: Callable[..., Any]) -> Any:
+    """A dispatch runner over a copy of ``entry`` that is ``fast`` or not (ending in ``slow``): the entry's checks,
+    then the path timed. None where the entry has no runner (the generic path: both sides pay the same lookup)."""
+    twin = copy.copy(entry)
+    twin.fast, twin.probe = fast, None
+    runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
+    return runner
 
 
 class Probe:
@@ -99,18 +127,28 @@ class Probe:
         self.decided = itertools.count()
         self.compiled: list[float] = []
         self.eager: list[float] = []
+        self.fast_run: Any = None  # the runners timed for an entry on the fast path (module docstring)
+        self.eager_run: Any = None
 
-    def run(self, entry: Entry, graph: Callable[[], Any], eager: Callable[[], Any]) -> Any:
+    def run(self, entry: Entry, graph: Callable[[], Any], eager: Callable[[], Any], user_args: tuple,
+            user_kwargs: dict[str, Any]) -> Any:
         """One call of ``entry`` while it is measured: ``graph()`` runs the compiled graph (the slow path with its
-        effects care), ``eager()`` the user's function; alternately, each timed."""
+        effects care), ``eager()`` the user's function; alternately, each timed (through the runners, where the
+        entry is on the fast path)."""
         k = next(self.calls)
         if k >= PROBE_CALLS:  # samples lost to raising calls or racing threads: decide on those there are
             self._maybe_decide(entry, final=True)
             return graph()
         use_eager = k % 2 == 1
+        runner = self.eager_run if use_eager else self.fast_run
         t = time.perf_counter()
-        result = eager() if use_eager else graph()
+        if runner is not None:
+            result = runner(user_args, user_kwargs)
+        else:
+            result = eager() if use_eager else graph()
         elapsed = time.perf_counter() - t
+        if result is MISS:  # a guard read a global another thread changed meanwhile: not timed
+            return eager() if use_eager else graph()
         if k >= 2 * WARM_PAIRS and entry.mode == "graph":
             (self.eager if use_eager else self.compiled).append(elapsed)
             self._maybe_decide(entry)

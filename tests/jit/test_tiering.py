@@ -30,16 +30,20 @@ class _Slowed:
     def __init__(self, inner, seconds):
         self.inner, self.seconds = inner, seconds
 
-    def __call__(self, leaves):
+    def __call__(self, *args):
         time.sleep(self.seconds)
-        return self.inner(leaves)
+        return self.inner(*args)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
 
 def _slowed(entry, seconds=2e-3):
+    """Slow down the entry's graph on the slow path and on the runner that times its fast path (tiering.Probe)."""
     entry.compiled = _Slowed(entry.compiled, seconds)
+    probe = entry.probe
+    if probe.fast_run is not None:
+        probe.fast_run = _Slowed(probe.fast_run, seconds)
 
 
 def _drive(cf, x, calls=tiering.PROBE_CALLS + 2):
@@ -53,6 +57,7 @@ def test_small_call_tiers_down_and_a_large_call_of_the_same_function_stays_compi
     cf(small)  # the first run, where kernels compile: not measured
     first = cf.entries[0]
     assert first.mode == "graph" and first.probe is not None and not first.fast
+    assert first.probe.fast_run is not None and first.probe.eager_run is not None  # timed as a call runs either way
     _slowed(first)
     _drive(cf, small)
     assert first.mode == "eager" and first.probe is None
@@ -108,8 +113,10 @@ def test_a_mutating_entry_that_may_raise_is_probed_exactly():
     cf = jitgraph.compile(scatter_and_sum, tier_down=True)
     x_e, x_c = np.arange(6.0), np.arange(6.0)
     idx, v = np.array([1, 4]), np.array([7.0, 8.0])
+    assert cf(x_c, idx, v) == scatter_and_sum(x_e, idx, v)
+    assert cf.entries[0].probe.fast_run is None  # never on the fast path: the slow path, with its snapshot, is timed
     for k in range(tiering.PROBE_CALLS + 2):
-        if k == 5:  # an index out of range while measured: NumPy's exception, x as NumPy leaves it
+        if k in (4, 7):  # an index out of range on a graph turn, an eager turn: NumPy's exception, x as it leaves it
             bad = np.array([1, 9])
             with pytest.raises(IndexError) as eager_exc:
                 scatter_and_sum(x_e, bad, v)

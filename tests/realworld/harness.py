@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import jitgraph
+from jitgraph.jit import tiering
 
 try:
     from . import corpus
@@ -174,12 +175,13 @@ def _quiet(fn: Any, args: tuple) -> Any:
 
 
 def time_case(case: corpus.Case, backend: str, repeat: int = 50) -> tuple[float, float]:
-    """Median seconds per call, eager and compiled (warm: the compiled function has seen these arguments)."""
+    """Median seconds per call, eager and compiled (warm: the compiled function has seen these arguments, and its
+    entry is past the measured tier-down's probe, jit/tiering.py, which alternates graph and eager runs)."""
     base = case.make()
     eager_args, comp_args = copy.deepcopy(base), copy.deepcopy(base)
     compiled = jitgraph.compile(case.fn, backend=backend)
     g0 = _snapshot_globals()
-    for _ in range(3):
+    for _ in range(3 + tiering.PROBE_CALLS):
         _quiet(compiled, comp_args)
     te, tc = [], []
     for k in range(repeat):
