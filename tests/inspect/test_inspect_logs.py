@@ -70,7 +70,9 @@ def test_breaks_and_recompiles_topics(topics):
     g(x, w, lr)
     g(x[:2], w, lr)
     site = sys._getframe().f_lineno - 1
-    (recompile,) = records(topics, "recompiles")
+    (recompile,) = [r for r in records(topics, "recompiles") if "recompiling" in r]
+    (symbolic,) = [r for r in records(topics, "recompiles") if "symbolic" in r]
+    assert "traced with symbolic sizes (x.shape[0] = s0)" in symbolic
     assert "recompiling step" in recompile and "x.shape[0]: 4 -> 2 (x.shape[0] now dynamic) @ " in recompile
     assert recompile.endswith(f"{os.path.basename(__file__)}:{site}")
 
