@@ -141,4 +141,6 @@ def test_driver_spells_transpose_and_reductions_as_methods():
     for g, w in zip(compiled(X, v), f(X, v)):
         np.testing.assert_array_equal(g, w)
     source = _driver(compiled)
-    assert ".T  #" in source and ".sum(axis=(0,), keepdims=False)" in source and ".max(axis=(1,)" in source
+    # sum and max as their ufunc's reduce (numpy_calls.py), called directly rather than through the method
+    assert ".T  #" in source and ", (0,), None, None, False)  # sum" in source and ", (1,), None, None, True)  # max" \
+        in source

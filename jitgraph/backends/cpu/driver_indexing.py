@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.backends.cpu.numpy_calls import is_array
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS
 from jitgraph.ir.graph import Node
 from jitgraph.ir.memory import MemoryPlan
@@ -30,11 +31,6 @@ _FRESH = frozenset((
     "setitem", "scatter_add", "cumsum", "cumprod", "sort", "argsort",
 ))
 _FRESH_KINDS = (OpKind.CREATION, OpKind.REDUCTION)
-
-
-def is_array(node: Node) -> bool:
-    """Whether the driver holds ``node``'s value as an ndarray (a strong value of one dimension or more)."""
-    return isinstance(node.type, TensorType) and not node.type.weak and node.type.ndim >= 1
 
 
 def index_expr(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str | None:

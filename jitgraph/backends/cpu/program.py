@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from jitgraph import config
 from jitgraph.backends.base import KernelSource, require_lowered
-from jitgraph.backends.cpu import blas_program
+from jitgraph.backends.cpu import blas_program, numpy_calls
 from jitgraph.backends.cpu import driver_indexing as indexing
 from jitgraph.backends.cpu.group_work import group_work
 from jitgraph.backends.cpu.launch import GroupKernel
@@ -36,10 +35,9 @@ from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan
-from jitgraph.ir.ops import OPS
 from jitgraph.ir.ops.cost import numpy_is_enough
 from jitgraph.ir.printer import node_names
-from jitgraph.ir.types import TensorType, python_type
+from jitgraph.ir.types import TensorType
 
 _ids = itertools.count()
 
@@ -106,6 +104,8 @@ class CpuCompiled:
                              if (why := numpy_is_enough(w, small_groups)) is not None}
         for n in self.numpy_groups:
             del self.kernels[n]
+            if numpy_calls.dot_operands(n) is not None:
+                self.numpy_groups[n] += "; sum(a * b) of two vectors: one BLAS dot, as np.dot and np.linalg.norm run it"
         # ``x[idx] = v`` assigned into x's own buffer where x dies there (driver_indexing.py), not into a copy.
         fresh = self._fresh_groups(self.inplace)
         self.setitems_in_place = {n for k, n in enumerate(graph.nodes)
@@ -225,10 +225,10 @@ class CpuCompiled:
         product (a kernel raises no floating-point warnings; ``matmul`` may), a group run as quiet NumPy calls, or
         a quiet op."""
         if node in self.numpy_groups:
-            return all(_quiet(m) for m in node.regions[0].nodes)
+            return all(numpy_calls.quiet(m) for m in node.regions[0].nodes)
         if node.op == "fused":
             return self.kernels[node].head is None
-        return _quiet(node)
+        return numpy_calls.quiet(node)
 
     # -- driver source -------------------------------------------------------------------------------------------
     def _numpy_group(self, node: Node, v: str, args: list[str], ns: dict[str, Any]) -> list[str]:
@@ -236,6 +236,9 @@ class CpuCompiled:
 
         A temporary is deleted right after its last reader, as eager Python drops it: two large temporaries alive
         at once made every call page-fault a fresh buffer (a clip-by-norm over 1e5 floats ran 5x slower)."""
+        dot = numpy_calls.dot_operands(node)
+        if dot is not None:
+            return [f"    {v} = {args[dot[0]]}.dot({args[dot[1]]})  # {node.attrs['name']} as NumPy: one BLAS dot"]
         body = node.regions[0]
         local = dict(zip(body.inputs, args))
         last = {i: j for j, m in enumerate(body.nodes) for i in m.inputs}
@@ -249,7 +252,7 @@ class CpuCompiled:
                 ns[f"C{name}"] = m.attrs["value"]
                 local[m] = f"C{name}"
                 continue
-            lines.append(f"    {name} = {_numpy_call(m, [local[i] for i in m.inputs], name, ns)}  # {m.op}")
+            lines.append(f"    {name} = {numpy_calls.numpy_call(m, [local[i] for i in m.inputs], name, ns)}  # {m.op}")
             local[m] = name
             done = sorted({local[i] for i in m.inputs if last[i] == j and i not in outputs and
                            i.op not in ("input", "const")})
@@ -296,7 +299,7 @@ class CpuCompiled:
                                                                          n in self.setitems_in_place)) is not None:
                 lines += assign
             else:
-                call = _numpy_call(n, [var[i] for i in n.inputs], v, ns)
+                call = numpy_calls.numpy_call(n, [var[i] for i in n.inputs], v, ns)
                 lines.append(f"    {v} = {call}  # {n.op} via NumPy: {self.numpy_nodes.get(n, '')}")
             dead = [b for b in self.memory.release_after.get(k, ()) if b is not n]
             if dead:
@@ -334,137 +337,6 @@ class CpuCompiled:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return source, ns
-
-
-def _is_array(node: Node) -> bool:
-    """Whether the driver holds ``node``'s value as an ndarray (a strong value of one dimension or more): its
-    methods then run the same NumPy loops as the module functions, without their Python wrappers."""
-    return isinstance(node.type, TensorType) and not node.type.weak and node.type.ndim >= 1
-
-
-def _reduction_method(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
-    """``x.sum(axis=..., keepdims=...)``: ``np.sum(x, ...)`` on an ndarray calls the same reduction through
-    ``_wrapreduction`` (1-3 us more per call, which a small matrix-vector function pays several times)."""
-    attrs = dict(node.attrs)
-    keyword = [f"axis={attrs.pop('axis', None)!r}", f"keepdims={bool(attrs.pop('keepdims', False))!r}"]
-    for key, value in attrs.items():
-        if value is None:
-            continue
-        if isinstance(value, (int, float, bool)):
-            keyword.append(f"{key}={value!r}")
-        else:
-            ns[f"K{name}_{key}"] = value
-            keyword.append(f"{key}=K{name}_{key}")
-    return f"{args[0]}.{node.op}({', '.join(keyword)})"
-
-
-def _transpose(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
-    axes = node.attrs.get("axes")
-    if node.type.ndim == 2 and axes in ((1, 0), None):
-        return f"{args[0]}.T"
-    return f"{args[0]}.transpose({tuple(axes) if axes is not None else None!r})"
-
-
-def _reshape(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
-    return f"{args[0]}.reshape({tuple(node.attrs['shape'])!r})"
-
-
-def _astype(node: Node, args: list[str], ns: dict[str, Any], name: str) -> str:
-    """``x.astype(dtype)``: the reference ``np.asarray(x).astype(dtype=...)`` adds a Python frame and keywords."""
-    ns[f"D{name}"] = node.attrs["dtype"]
-    return f"{args[0]}.astype(D{name})"
-
-
-# Driver spellings of ops on ndarrays that are cheaper than the op's reference function (the same NumPy loops behind
-# fewer Python layers: ``np.transpose(a, axes)`` costs 1 us more than ``a.T``); every other op calls its reference.
-_METHODS: dict[str, Callable[[Node, list[str], dict[str, Any], str], str]] = {
-    **dict.fromkeys(("sum", "mean", "max", "min", "prod", "var", "std", "any", "all", "argmax", "argmin"),
-                    _reduction_method),
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "astype": _astype,
-}
-
-# Ops whose NumPy call never sets a floating-point flag, whatever the values (NaN and infinities included: checked
-# under ``np.errstate(all="raise")`` for float16/32/64, SIMD and tail lengths): views and selections, comparisons,
-# maximum/minimum (NumPy clears the flags its NaN handling sets), sign-bit ops, and reductions by comparison. A
-# weak operand can still overflow when NumPy casts it to the array's dtype (``np.maximum(x32, 1e300)`` warns), so
-# a call counts as quiet only with strong operands or small constants (:func:`_quiet`).
-_QUIET = frozenset((
-    "input", "const", "tuple_get", "reshape", "transpose", "broadcast_to", "getitem",
-    "maximum", "minimum", "fmax", "fmin", "absolute", "negative", "positive", "sign", "copysign", "signbit",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isnan", "isinf", "isfinite",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "where",
-    "max", "min", "argmax", "argmin", "any", "all",
-))
-_SMALL_CONST = 65504.0  # the largest float16: a constant within it converts to any float dtype without overflow
-
-
-def _quiet(node: Node) -> bool:
-    """Whether the driver's NumPy call for ``node`` can never warn (so it needs no ``errstate``)."""
-    if node.op not in _QUIET:
-        return False
-    for i in node.inputs:
-        if isinstance(i.type, TensorType) and i.type.weak:
-            value = i.attrs.get("value") if i.op == "const" else None
-            if type(value) not in (bool, int, float) or not abs(value) <= _SMALL_CONST:
-                return False
-    return True
-
-
-def _typed_constant(node: Node, const: Node) -> Any:
-    """The Python scalar ``const`` (an operand of the ufunc call ``node``) as the NumPy scalar NumPy converts it to,
-    or None to pass it as it is.
-
-    NumPy converts a Python scalar operand to the dtype of the array operands (NEP 50), on every call: passing
-    ``np.float32(0)`` instead of ``0`` saves ~0.25 us of a 1 us ``np.maximum`` over 1000 floats. Only where that
-    conversion is exact and the same NumPy makes: a ufunc whose strong operands all have one float dtype, which is
-    also the result's (or a comparison's bool), and a finite constant that dtype holds exactly (an int) or without
-    overflow (a float, rounded once as NumPy rounds it)."""
-    if not isinstance(OPS[node.op].impl, np.ufunc) or not isinstance(node.type, TensorType) or node.type.weak:
-        return None
-    strong = {i.type.dtype for i in node.inputs if i is not const and isinstance(i.type, TensorType)
-              and not i.type.weak}
-    others_weak = any(i is not const and (not isinstance(i.type, TensorType) or i.type.weak) for i in node.inputs)
-    if len(strong) != 1 or others_weak:
-        return None
-    (dtype,) = strong
-    if dtype.kind != "f" or node.type.dtype not in (dtype, np.dtype(bool)):
-        return None
-    value = const.attrs.get("value")
-    info = np.finfo(dtype)
-    if type(value) is int:
-        exact = 2 ** (info.nmant + 1)
-        return dtype.type(value) if -exact <= value <= exact else None
-    if type(value) is float and math.isfinite(value) and abs(value) <= float(info.max):
-        return dtype.type(value)
-    return None
-
-
-def _numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any]) -> str:
-    """The driver expression computing ``node`` with NumPy from the variables ``args`` (names it needs go into
-    ``ns`` under ``name``): a method of the ndarray where one does the same (``_METHODS``), else the op's reference
-    function, with its attrs only when it has any. A weak result becomes the Python scalar it is."""
-    args = list(args)
-    for k, i in enumerate(node.inputs):
-        if i.op == "const" and isinstance(i.type, TensorType) and i.type.weak and \
-                (typed := _typed_constant(node, i)) is not None:
-            ns[f"S{name}_{k}"] = typed
-            args[k] = f"S{name}_{k}"
-    spell = _METHODS.get(node.op)
-    if spell is not None and node.inputs and _is_array(node.inputs[0]):
-        call = spell(node, args, ns, name)
-    else:
-        ns[f"F{name}"] = OPS[node.op].impl
-        parts = list(args)
-        if node.attrs:
-            ns[f"A{name}"] = dict(node.attrs)
-            parts.append(f"**A{name}")
-        call = f"F{name}({', '.join(parts)})"
-    if isinstance(node.type, TensorType) and node.type.weak:
-        ns[f"T{name}"] = python_type(node.type.dtype)
-        call = f"T{name}({call})"
-    return call
 
 
 def _copy_back(target: np.ndarray, value: Any) -> None:
