@@ -160,4 +160,17 @@ def _refusal(result: TraceResult) -> str | None:
         return "the trace is not one graph"
     if not symbols_of(result.graph):
         return "no symbol reached the graph"
+    if _holds_symbol((result.out_spec, result.extra.get("side_effects"))):
+        return "a symbol reached the return value or a stored value outside the graph"
     return None
+
+
+def _holds_symbol(value: Any, depth: int = 0) -> bool:
+    """Whether a symbol sits in an output spec (nested tuples and lists): only the graph is instantiated."""
+    if type(value) is Sym:
+        return True
+    if isinstance(value, tuple | list) and depth < 32:
+        return any(_holds_symbol(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 32:
+        return any(_holds_symbol(v, depth + 1) for v in value.values())
+    return False
