@@ -4,7 +4,8 @@ Why: the generic path (``keys.make_key`` -> a dict lookup -> the entry's compile
 walks the arguments through general functions and builds a key tuple and lists on every call: a few microseconds
 for three small arrays, more than a small fused kernel takes. An entry knows its argument layout exactly, so a
 *runner* checks it in straight-line code (``type(v0) is ndarray and v0.shape == (16,) and ...``), with the traced
-guards inlined and the aliasing check unrolled over its arrays, then runs the graph. The source is registered in
+guards inlined and the aliasing check unrolled over its arrays (runner_checks.py writes those lines), then runs
+the graph. The source is registered in
 ``linecache`` under ``<jitgraph dispatch NAME entry N>``, so tracebacks and ``inspect.getsource`` show it, and
 ``runner_source(entry)`` returns it.
 
@@ -26,224 +27,36 @@ one the generic path would find; calls no runner takes go the generic way.
 The first runner's entry also gets a *call function* (``build_call``): the same checks with the arguments as
 positional-only parameters, which the compiled function's ``__call__`` runs directly -- no ``*args``/``**kwargs``
 to pack, no loop, no second frame. Any other form of call, or a call it does not take, goes on to the other
-runners and the generic path (``CompiledFunction._after``), so it picks exactly what the runners would.
+runners and the generic path (``CompiledFunction._after``), so it picks exactly what the runners would. Where
+the entries after the first share its key (a method whose state was empty on its first call), the call function
+is a *group call*: the layout checked once, then each entry's guards, aliasing and run in publication order.
 
-Threads: the function's tuple of runners is replaced under the compile lock, never edited; a runner reads its
+Threads: the function's tuple of runners is replaced under the compile lock, never edited (the first runner's
+``call`` is set there too: the call function an old tuple's reader picked stays valid); a runner reads its
 entry's ``fast``, ``compiled`` and ``build`` at call time, so a demotion (or a benchmark's stub) takes effect at
 once.
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
 import linecache
 import os
-import types
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from jitgraph.device_arrays import is_device_array
 from jitgraph.jit.entries import Entry
-from jitgraph.jit.guard_code import straight_line
-from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt, view
-from jitgraph.tracer.keys import alias_pattern, is_namedtuple, keyed_by_type
+from jitgraph.jit.runner_checks import MISS, Unsupported, Writer
+from jitgraph.tracer.dynamic_ints import LIMIT, view
 from jitgraph.tracer.trace import parameter_names
 
-MISS = object()  # what a runner returns when the call is not its entry's (never a user's value)
 MAX_RUNNERS = 8  # entries tried by runners before the generic key lookup (a miss costs ~0.1 us each)
-_PAIRWISE_MAX = 6  # up to this many arrays the owners are compared pairwise, above it through a set
-
-_IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc, types.MethodType)
 _ids = itertools.count(1)
 
 Runner = Callable[[tuple, dict[str, Any]], Any]
-
-
-class _Unsupported(Exception):
-    """A value with no straight-line check: the entry gets no runner."""
-
-
-class _Writer:
-    """Collects the runner's lines, the constants it names, its leaves and arrays."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.ns: dict[str, Any] = {"ndarray": np.ndarray, "generic": np.generic, "MISS": MISS,
-                                   "alias_pattern": alias_pattern}
-        self.leaves: list[str] = []
-        self.arrays: list[str] = []
-        self.extras: list[str] = []  # the traced guards' extra inputs (globals), of types known only at run time
-        self.plain_ints: list[int | str] = []  # top-level positions holding a plain int of the dynamic range
-        self.known: dict[str, str] = {}  # argument paths as the guards write them -> the local holding the value
-        # Where a compiled program checks the arrays' shapes and strides itself (program_path), their full checks
-        # are collected here, for the path that does not run it, instead of being written at once.
-        self.deferred: list[str] | None = None
-        self.types: list[str] = []
-        self.miss = "return MISS"  # how the code says "not this entry" (a call function goes on to the others)
-        self._n = 0
-
-    def const(self, value: Any) -> str:
-        name = f"C{len(self.ns)}"
-        self.ns[name] = value
-        return name
-
-    def local(self, expr: str) -> str:
-        if expr.isidentifier():
-            return expr
-        name = f"v{self._n}"
-        self._n += 1
-        self.lines.append(f"    {name} = {expr}")
-        return name
-
-    def unpack(self, args: str, n: int) -> None:
-        """The positional arguments as locals ``a0, a1, ...`` (one unpacking; a wrong count is a miss)."""
-        if n == 0:
-            self.fail_if(args, "no positional arguments")
-            return
-        names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
-        self.lines += ["    try:", f"        {names} = {args}",
-                       "    except ValueError:  # another number of positional arguments", f"        {self.miss}"]
-
-    def fail_if(self, condition: str, why: str) -> None:
-        self.lines.append(f"    if {condition}:  # {why}")
-        self.lines.append(f"        {self.miss}")
-
-    def walk(self, value: Any, expr: str, label: str, path: str | None) -> None:
-        """The checks ``keys.flatten`` makes of ``value`` (the traced call's), for the expression ``expr``; ``path``
-        is the same value as the traced guards name it (``A[0]['W1']``), None where unknown."""
-        t = type(value)
-        if t is np.ndarray:
-            v, dtype = self.local(expr), self.const(value.dtype)
-            self.know(path, v)
-            why = f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}"
-            # One dimension: ``ndim`` and ``len`` read two C ints, where ``shape`` builds a tuple to compare.
-            shape = (f"{v}.ndim != 1 or len({v}) != {value.shape[0]}" if value.ndim == 1 else
-                     f"{v}.shape != {value.shape!r}")
-            full = (f"type({v}) is not ndarray or {shape} or {v}.strides != {value.strides!r} or "
-                    f"({v}.dtype is not {dtype} and {v}.dtype != {dtype})")
-            if self.deferred is None:
-                self.fail_if(full, why)
-            else:  # only the type here, all at once (``types``); the rest in Numba, or after it (``deferred``)
-                self.types.append(f"type({v}) is not ndarray")
-                self.deferred += [f"    if {full}:  # {why}", f"        {self.miss}"]
-            self.leaves.append(v)
-            self.arrays.append(v)
-        elif t is float:
-            v = self.local(expr)
-            self.know(path, v)
-            self.fail_if(f"type({v}) is not float", f"{label}: a float (a graph input)")
-            self.leaves.append(v)
-        elif t is DynamicInt:
-            v = self.local(expr)
-            self.fail_if(f"type({v}) is not int or not -{LIMIT} < {v} < {LIMIT}", f"{label}: an int (a runtime value)")
-            self.leaves.append(v)
-        elif t is bool or value is None:
-            self.fail_if(f"{expr} is not {value!r}", f"{label} is {value!r}")
-        elif t is int or t is str or t is bytes:
-            v = self.local(expr)
-            self.fail_if(f"type({v}) is not {t.__name__} or {v} != {self.const(value)}", f"{label} == {value!r}"[:80])
-        elif t is dict:
-            v = self.local(expr)
-            self.know(path, v)
-            self.fail_if(f"type({v}) is not dict or len({v}) != {len(value)} or tuple({v}) != "
-                         f"{self.const(tuple(value))}", f"{label}: a dict with keys {list(value)}"[:100])
-            for k, item in value.items():
-                simple = type(k) in (str, int)
-                key = repr(k) if simple else self.const(k)
-                self.walk(item, f"{v}[{key}]", f"{label}[{k!r}]", f"{path}[{k!r}]" if path and simple else None)
-        elif t is tuple or t is list:
-            v = self.local(expr)
-            self.know(path, v)
-            self.fail_if(f"type({v}) is not {t.__name__} or len({v}) != {len(value)}",
-                         f"{label}: a {t.__name__} of {len(value)}")
-            for i, item in enumerate(value):
-                self.walk(item, f"{v}[{i}]", f"{label}[{i}]", f"{path}[{i}]" if path else None)
-        elif isinstance(value, np.generic):
-            v = self.local(expr)
-            self.know(path, v)
-            self.fail_if(f"type({v}) is not {self.const(t)}", f"{label}: a NumPy {t.__name__} (a graph input)")
-            self.leaves.append(v)
-        elif isinstance(value, _IDENTITY_TYPES) and not is_namedtuple(value):
-            v = self.local(expr)
-            self.fail_if(f"type({v}) is not {self.const(t)} or id({v}) != {id(value)}",
-                         f"{label} is {getattr(value, '__qualname__', t.__name__)}")
-        elif keyed_by_type(t) and not is_device_array(value):  # an object: the guards check the attributes read
-            v = self.local(expr)
-            self.know(path, v)
-            # is_device_array's test, where an instance dict may hold the names (keyed_by_type: not the class)
-            device = f" or hasattr({v}, '__cuda_array_interface__') or getattr({v}, '__cuda_ndarray__', False) is True"
-            self.fail_if(f"type({v}) is not {self.const(t)}" + (device if t.__dictoffset__ else ""),
-                         f"{label}: a {t.__qualname__}")
-        else:
-            raise _Unsupported
-
-    def guards(self, entry: Entry) -> None:
-        """The entry's traced guards and extra inputs (globals and attributes read by the trace), as
-        ``GuardSet.compile``, each path read once (guard_code.py). A miss is decided inside the ``try`` but taken
-        after it, so that a call function's going on to the other entries (which may raise the user's own exception)
-        never runs under the guards' ``except``."""
-        guards = entry.guards
-        self.ns["K"] = guards.constants
-        held, extras = straight_line([g.code for g in guards.guards], [s.code for s in guards.extra_inputs],
-                                     self.known, self.ns)
-        self.lines.append("    try:")
-        self.lines += [f"        # {g.text[:100]}" for g in guards.guards]
-        self.lines.append(f"        held = {held}")
-        if extras:
-            self.lines.append("        if held:")
-        for k, value in enumerate(extras):
-            self.lines.append(f"            x{k} = {value}")
-            self.leaves.append(f"x{k}")
-            self.extras.append(f"x{k}")
-        self.lines += ["    except Exception:", "        held = False"]
-        self.fail_if("not held", "a guard failed")
-
-    def know(self, path: str | None, local: str) -> None:
-        if path is not None:
-            self.known[ast.unparse(ast.parse(path, mode="eval"))] = local
-
-    def aliasing(self, entry: Entry, exact: bool) -> None:
-        """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
-        memory; ``alias_pattern`` itself where that pass cannot decide, or for ``exact`` patterns."""
-        if exact:
-            self.lines.append(f"    if alias_pattern([{', '.join(self.leaves)}]) != {self.const(entry.alias)}:"
-                              "  # aliasing as traced")
-            self.lines.append(f"        {self.miss}")
-            return
-        arrays, extras = self.arrays, self.extras
-        if len(arrays) + len(extras) < 2:
-            return
-        pad = "    "
-        if not extras:  # first, the usual call: distinct arrays that own their memory
-            if len(arrays) <= _PAIRWISE_MAX:
-                same = " or ".join(f"{p} is {q}" for p, q in itertools.combinations(arrays, 2))
-            else:
-                same = f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"
-            owning = " and ".join(f"{a}.base is None" for a in arrays)
-            self.lines.append(f"    if not ({owning}) or {same}:  # not all distinct arrays owning their memory")
-            pad = "        "
-        owners = []
-        for k, a in enumerate(arrays):  # the owner of each array's memory; 0 where it comes through another object
-            self.lines.append(f"{pad}o{k} = id({a}) if (b := {a}.base) is None else "
-                              "id(b) if type(b) is ndarray and b.base is None else 0")
-            owners.append(f"o{k}")
-        # A global's or an attribute's value: an array, a number (no memory: alias_pattern compares only arrays and
-        # device arrays), or unknown (0: the exact check).
-        for k, x in enumerate(extras, len(arrays)):
-            self.lines.append(f"{pad}o{k} = (id({x}) if (b := {x}.base) is None else id(b) if type(b) is ndarray and "
-                              f"b.base is None else 0) if type({x}) is ndarray else -{k + 1} if type({x}) is float "
-                              f"or type({x}) is int or isinstance({x}, generic) else 0")
-            owners.append(f"o{k}")
-        if len(owners) <= _PAIRWISE_MAX:
-            same = " or ".join(f"{p} == {q}" for p, q in itertools.combinations(owners, 2))
-        else:
-            same = f"len({{{', '.join(owners)}}}) != {len(owners)}"
-        self.lines.append(f"{pad}if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
-        self.lines.append(f"{pad}    if alias_pattern([{', '.join(self.leaves)}]) is not None:")
-        self.lines.append(f"{pad}        {self.miss}")
 
 
 def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slow: Callable[..., Any]
@@ -270,7 +83,10 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
     positional one), no ``*args``/``**kwargs`` tuple and dict to unpack, no loop over runners, no second Python
     frame (~0.25 us of a ~1 us small call). A call of another form, or one this entry does not take, goes on to
     ``owner._after``: the other runners, then the generic path. None for entries traced with keywords or dynamic
-    ints (their runner serves them), or where the checks would need the argument tuple itself."""
+    ints (their runner serves them), or where the checks would need the argument tuple itself.
+
+    The call function also carries the entry's *tail* (``group``): its guards, aliasing and run as a function of
+    the parameters and the layout's locals, for a group call (:func:`runners`)."""
     traced = entry.traced
     if traced.kwargs or traced.dynamic:
         return None
@@ -281,16 +97,41 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
         return None
     w.ns.update(SELF=owner, RUNNER=runner, NO=_NO)
     fn_name = f"call_entry_{index}"
-    params = "".join(f"a{i}=NO, " for i in range(n)) + ("/, " if n else "")
-    form = "rest or kw" + (f" or a{n - 1} is NO" if n else "")
-    header = [f"def {fn_name}({params}*rest, **kw):",
-              f'    """{name} when entry {index} ({entry.mode}) is first: its checks on the parameters."""',
-              f"    if {form}:  # not {n} positional arguments alone: the other entries, the generic path",
-              f"        return SELF._after(tuple([a for a in {given} if a is not NO]) + rest, kw, RUNNER)"]
-    call = _define(fn_name, header + w.lines, w.ns, f"{name} call {index}", in_package=True)
+    doc = f"{name} when entry {index} ({entry.mode}) is first: its checks on the parameters."
+    call = _define(fn_name, _call_header(fn_name, doc, n) + w.lines, w.ns, f"{name} call {index}", in_package=True)
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
+    tail = _write(entry, hits, slow, given, miss="return MISS")
+    if tail is not None and _checked_program(entry) is None:
+        params = ", ".join([*(f"a{i}" for i in range(n)), *(f"v{k}" for k in range(tail.layout_locals)), "kw"])
+        fn_name = f"tail_entry_{index}"
+        header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
+        run = _define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
+        call.group = _Tail(entry.key, w.lines[:w.split], w.ns, params, run, name, index, n)
     return call
+
+
+class _Tail(NamedTuple):
+    """What a group call needs of one member entry (``build_call``)."""
+
+    key: tuple
+    layout: list[str]  # the layout checks' lines, as the entry's call function makes them
+    ns: dict[str, Any]  # the call function's namespace (the layout's constants)
+    params: str  # the tail's parameters: ``a0, a1, v0, v1, kw``
+    run: Callable[..., Any]  # the tail: the entry's result, or MISS
+    name: str
+    index: int
+    n: int
+
+
+def _call_header(fn_name: str, doc: str, n: int) -> list[str]:
+    """A call function's first lines: its parameters, and any other form of call going on to ``SELF._after``."""
+    given = "(" + "".join(f"a{i}, " for i in range(n)) + ")"
+    params = "".join(f"a{i}=NO, " for i in range(n)) + ("/, " if n else "")
+    form = "rest or kw" + (f" or a{n - 1} is NO" if n else "")
+    return [f"def {fn_name}({params}*rest, **kw):", f'    """{doc}"""',
+            f"    if {form}:  # not {n} positional arguments alone: the other entries, the generic path",
+            f"        return SELF._after(tuple([a for a in {given} if a is not NO]) + rest, kw, RUNNER)"]
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -313,14 +154,15 @@ def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_p
     return fn
 
 
-def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given: str | None) -> _Writer | None:
+def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given: str | None,
+           miss: str | None = None) -> Writer | None:
     """The body's lines (the layout, guards, aliasing, then the run) of a runner, or, with ``given`` (the tuple
     expression of the parameters ``a0, a1, ...``), of a call function: its arguments are parameters already, and
-    "not this entry" goes on to the other entries instead of returning MISS. None where some argument has no
-    straight-line check."""
+    "not this entry" goes on to the other entries instead of returning MISS (or says ``miss``). None where some
+    argument has no straight-line check."""
     traced = entry.traced
     args, kwargs = traced.args, traced.kwargs
-    w = _Writer()
+    w = Writer()
     checked = _checked_program(entry)
     if checked is not None:
         w.deferred = []
@@ -328,7 +170,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         pa, pk = ("UA", "UKW") if traced.dynamic else ("A", "KW")  # the caller's arguments (unwrapped ints)
     else:
         pa, pk = given, "kw"
-        w.miss = f"return SELF._after({given}, kw, RUNNER)"
+        w.miss = miss or f"return SELF._after({given}, kw, RUNNER)"
         for i in range(len(args)):
             w.know(f"A[{i}]", f"a{i}")
     names = parameter_names(traced.fn, len(args))
@@ -346,10 +188,11 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
                 _note_plain_int(w, k, value)
         elif given is None:
             w.fail_if(pk, "no keyword arguments")
-    except _Unsupported:
+    except Unsupported:
         return None
     if w.types:
         w.fail_if(" or ".join(w.types), "not all arrays")
+    w.end_layout()
     if traced.dynamic:  # the guards, the graph and the result builder see the dynamic ints wrapped
         w.ns["view"], w.ns["DYNAMIC"] = view, traced.dynamic
         w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
@@ -375,7 +218,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     return w
 
 
-def _direct_lines(entry: Entry, w: _Writer, ba: str, bk: str) -> list[str]:
+def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
     """The hit of an entry as published, without the layers: the backend's ``run_direct`` callable (the CPU driver
     itself, not the object wrapping it) and, for the usual return values -- an array, or a tuple or list of arrays
     -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
@@ -438,7 +281,7 @@ def _checked_program(entry: Entry) -> Any | None:
     return make(list(traced.args))
 
 
-def _program_lines(entry: Entry, w: _Writer, checked: tuple[Any, tuple]) -> list[str]:
+def _program_lines(entry: Entry, w: Writer, checked: tuple[Any, tuple]) -> list[str]:
     """The hit through a program that checks the arrays' shapes and strides itself (``_checked_program``): Numba
     has them unboxed, where each ``shape``/``strides`` read here builds a tuple (~0.3 us an array). The runner
     allocates the outputs (cheaper than Numba boxing arrays it allocated); the program returns False for other
@@ -470,7 +313,7 @@ def _result(names: list[str], wrap: str | None) -> str:
     return ("({})" if wrap == "tuple" else "[{}]").format(", ".join(names))
 
 
-def _note_plain_int(w: _Writer, position: int | str, value: Any) -> None:
+def _note_plain_int(w: Writer, position: int | str, value: Any) -> None:
     if type(value) is int and -LIMIT < value < LIMIT:
         w.plain_ints.append(position)
 
@@ -478,7 +321,9 @@ def _note_plain_int(w: _Writer, position: int | str, value: Any) -> None:
 def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner, ...]:
     """The runners to try, in publication order: those of the leading entries, up to the first entry without one
     (a later runner must not take a call that entry would match first) and at most :data:`MAX_RUNNERS`. An entry the
-    generic path can no longer reach (a plain int traced where the position has since become dynamic) is skipped."""
+    generic path can no longer reach (a plain int traced where the position has since become dynamic) is skipped.
+    The first runner's call function becomes a group call where the entries after it share its key
+    (:func:`_group_call`)."""
     out: list[Runner] = []
     for entry in entries:
         if entry.plain_ints and not dynamic.isdisjoint(entry.plain_ints):
@@ -486,7 +331,62 @@ def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner
         if entry.runner is None or len(out) == MAX_RUNNERS:
             break
         out.append(entry.runner)
+    if out:
+        first = out[0]
+        own = first.__dict__.setdefault("own_call", getattr(first, "call", None))
+        first.call = _group_call([_own_call(r) for r in out]) or own
     return tuple(out)
+
+
+def _own_call(runner: Runner) -> Any:
+    return runner.__dict__.get("own_call") or getattr(runner, "call", None)
+
+
+def _group_call(calls: list[Any]) -> Callable[..., Any] | None:
+    """One call function for the leading entries that share the first one's key -- the usual second entry of a
+    method whose state was empty on its first call (``self.m == {}``, then a dict of arrays): the layout checked
+    once, then each entry's tail (guards, aliasing, run) in publication order, where trying the entries one by one
+    checks the layout again for each (~1-3 us). Exact: entries with one key have the very same layout checks
+    (their lines and constants are compared here), and the generic path tries them in this order too. None where
+    fewer than two entries qualify."""
+    tails = []
+    for call in calls:
+        tail = getattr(call, "group", None)
+        if tail is None or (tails and not _same_layout(tails[0], tail)):
+            break
+        tails.append(tail)
+    if len(tails) < 2:
+        return None
+    first = tails[0]
+    ns = {**first.ns, "MISS": MISS}
+    fn_name = f"call_group_{first.index}"
+    doc = f"{first.name} when entries {', '.join(str(t.index) for t in tails)} (one key) are first."
+    lines = _call_header(fn_name, doc, first.n) + first.layout
+    for j, tail in enumerate(tails):
+        ns[f"T{j}"] = tail.run
+        lines += [f"    r = T{j}({tail.params})  # entry {tail.index}: its guards, aliasing and run",
+                  "    if r is not MISS:", "        return r"]
+    given = "(" + "".join(f"a{i}, " for i in range(first.n)) + ")"
+    lines.append(f"    return SELF._after({given}, kw, RUNNER)")
+    return _define(fn_name, lines, ns, f"{first.name} group {first.index}", in_package=True)
+
+
+def _same_layout(a: _Tail, b: _Tail) -> bool:
+    """The same key, the same layout lines and the same constants in them (types by identity)."""
+    if a.key != b.key or a.layout != b.layout or a.params != b.params:
+        return False
+    for name in set(re.findall(r"\bC\d+\b", "\n".join(a.layout))):
+        x, y = a.ns[name], b.ns[name]
+        if x is not y and (type(x) is not type(y) or isinstance(x, type) or not _equal(x, y)):
+            return False
+    return True
+
+
+def _equal(x: Any, y: Any) -> bool:
+    try:
+        return bool(x == y)
+    except Exception:  # noqa: BLE001 - not comparable: not the same layout
+        return False
 
 
 def runner_source(entry: Entry) -> str | None:

@@ -299,3 +299,47 @@ def test_guard_rewrite_leaves_unmodelled_code_alone() -> None:
     ns: dict[str, Any] = {"K": []}
     held, extras = straight_line(["all(x > 0 for x in A[0].m)", "A[0].m"], ["A[0].m"], {"A[0]": "a0"}, ns)
     assert held == "(all((x > 0 for x in a0.m))) and (a0.m)" and extras == ["a0.m"]
+
+
+class Momentum:
+    def __init__(self) -> None:
+        self.v = None
+        self.lr = 0.1
+
+    def step(self, w: np.ndarray, g: np.ndarray) -> float:
+        if self.v is None:
+            self.v = np.zeros_like(w)
+        self.v = 0.9 * self.v + g
+        w -= self.lr * self.v
+        return float(w.sum())
+
+
+def test_entries_of_one_key_share_a_group_call() -> None:
+    """Entry 1 (``self.v is None``) and entry 2 (an array) have one key: the call checks the layout once, then each
+    entry's guards in publication order; a state that matches entry 1 again runs entry 1, aliasing a third."""
+    f = jitgraph.compile(Momentum.step)
+    opt, ref = Momentum(), Momentum()
+    w, w_ref = np.ones(4), np.ones(4)
+
+    def check(g: np.ndarray, g_ref: np.ndarray) -> None:
+        assert f(opt, w, g) == Momentum.step(ref, w_ref, g_ref)
+        np.testing.assert_array_equal(w, w_ref)
+        np.testing.assert_array_equal(opt.v, ref.v)
+
+    for k in range(3):
+        check(np.full(4, k + 1.0), np.full(4, k + 1.0))
+    assert f.cache_info().entries == 2 and f._call.__name__ == "call_group_1"
+    generic = counted(f)
+    check(np.ones(4), np.ones(4))
+    opt.v = ref.v = None  # entry 1's state again: its tail, tried first, takes it
+    hits = f.cache_info().hits
+    check(np.ones(4), np.ones(4))
+    assert generic[0] == 0 and f.cache_info().hits == hits + 1
+    check(w, w_ref)  # the gradient is the weights: other aliasing, a third entry of the same key
+    assert generic[0] == 1 and f.cache_info().entries == 3
+    check(w, w_ref)
+    check(np.ones(4), np.ones(4))
+    source = f._call.source
+    assert generic[0] == 1 and source.index("# entry 1:") < source.index("# entry 2:") < source.index("# entry 3:")
+    check(np.ones(4, np.float32), np.ones(4, np.float32))  # another layout: past the group, the generic path
+    assert generic[0] == 2
