@@ -30,6 +30,7 @@ from jitgraph.backends.base import KernelSource, require_lowered
 from jitgraph.backends.cpu import blas_program, numpy_calls
 from jitgraph.backends.cpu import driver_indexing as indexing
 from jitgraph.backends.cpu.group_work import group_work
+from jitgraph.backends.cpu.histogram import uniform_histogram
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
@@ -107,6 +108,10 @@ class CpuCompiled:
             if numpy_calls.dot_operands(n) is not None:
                 self.numpy_groups[n] += "; sum(a * b) of two vectors: one BLAS dot, as np.dot and np.linalg.norm run it"
         # ``x[idx] = v`` assigned into x's own buffer where x dies there (driver_indexing.py), not into a copy.
+        # np.histogram over fixed uniform bins: counted in one pass (histogram.py), not by NumPy's Python routine.
+        use_cache = bool(config.option(options, "cache"))
+        self.histograms = {n: h for n in graph.nodes if n.op == "histogram" and
+                           (h := uniform_histogram(n, use_cache)) is not None}
         fresh = self._fresh_groups(self.inplace)
         self.setitems_in_place = {n for k, n in enumerate(graph.nodes)
                                   if indexing.writes_in_place(graph.nodes, k, self.memory, fresh)}
@@ -182,6 +187,8 @@ class CpuCompiled:
         for node, why in self.numpy_groups.items():
             lines.append(f"{names[node]} group {node.attrs['name']} runs as NumPy ({node.attrs['kind']}): {why}")
         for node, why in self.numpy_nodes.items():
+            if node in self.histograms:
+                why += "; fixed uniform bins: counted in one pass, NumPy's bin arithmetic (cpu/histogram.py)"
             if node in self.setitems_in_place:
                 why += f"; assigned in place into {names[node.inputs[0]]}'s buffer (its last reader: no copy)"
             if node.op not in ("tuple_get",):
@@ -298,6 +305,9 @@ class CpuCompiled:
             elif n.op == "setitem" and (assign := indexing.setitem_lines(n, inputs, v, ns,
                                                                          n in self.setitems_in_place)) is not None:
                 lines += assign
+            elif n in self.histograms:
+                ns[f"H{v}"] = self.histograms[n]
+                lines.append(f"    {v} = H{v}({inputs[0]})  # histogram: one pass over uniform bins")
             else:
                 call = numpy_calls.numpy_call(n, [var[i] for i in n.inputs], v, ns)
                 lines.append(f"    {v} = {call}  # {n.op} via NumPy: {self.numpy_nodes.get(n, '')}")
