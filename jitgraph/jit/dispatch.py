@@ -101,13 +101,13 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
     call = _define(fn_name, _call_header(fn_name, doc, n) + w.lines, w.ns, f"{name} call {index}", in_package=True)
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
-    tail = _write(entry, hits, slow, given, miss="return MISS")
+    tail = _write(entry, hits, slow, given, miss=(f"return AFTER({given}, kw)", "return MISS"))
     if tail is not None and _checked_program(entry) is None:
         params = ", ".join([*(f"a{i}" for i in range(n)), *(f"v{k}" for k in range(tail.layout_locals)), "kw"])
         fn_name = f"tail_entry_{index}"
         header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
         run = _define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
-        call.group = _Tail(entry.key, w.lines[:w.split], w.ns, params, run, name, index, n)
+        call.group = _Tail(entry.key, tail.lines[:tail.split], tail.ns, params, run, owner, name, index, n)
     return call
 
 
@@ -115,10 +115,11 @@ class _Tail(NamedTuple):
     """What a group call needs of one member entry (``build_call``)."""
 
     key: tuple
-    layout: list[str]  # the layout checks' lines, as the entry's call function makes them
-    ns: dict[str, Any]  # the call function's namespace (the layout's constants)
+    layout: list[str]  # the layout checks' lines, a miss going on to ``AFTER`` (past the group)
+    ns: dict[str, Any]  # their namespace (the layout's constants)
     params: str  # the tail's parameters: ``a0, a1, v0, v1, kw``
     run: Callable[..., Any]  # the tail: the entry's result, or MISS
+    owner: Any  # the compiled function
     name: str
     index: int
     n: int
@@ -155,11 +156,11 @@ def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_p
 
 
 def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given: str | None,
-           miss: str | None = None) -> Writer | None:
+           miss: tuple[str, str] | None = None) -> Writer | None:
     """The body's lines (the layout, guards, aliasing, then the run) of a runner, or, with ``given`` (the tuple
     expression of the parameters ``a0, a1, ...``), of a call function: its arguments are parameters already, and
-    "not this entry" goes on to the other entries instead of returning MISS (or says ``miss``). None where some
-    argument has no straight-line check."""
+    "not this entry" goes on to the other entries instead of returning MISS (or says ``miss``: what the layout
+    checks and then the rest say). None where some argument has no straight-line check."""
     traced = entry.traced
     args, kwargs = traced.args, traced.kwargs
     w = Writer()
@@ -170,7 +171,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         pa, pk = ("UA", "UKW") if traced.dynamic else ("A", "KW")  # the caller's arguments (unwrapped ints)
     else:
         pa, pk = given, "kw"
-        w.miss = miss or f"return SELF._after({given}, kw, RUNNER)"
+        w.miss = miss[0] if miss else f"return SELF._after({given}, kw, RUNNER)"
         for i in range(len(args)):
             w.know(f"A[{i}]", f"a{i}")
     names = parameter_names(traced.fn, len(args))
@@ -193,6 +194,8 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     if w.types:
         w.fail_if(" or ".join(w.types), "not all arrays")
     w.end_layout()
+    if miss:
+        w.miss = miss[1]
     if traced.dynamic:  # the guards, the graph and the result builder see the dynamic ints wrapped
         w.ns["view"], w.ns["DYNAMIC"] = view, traced.dynamic
         w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
@@ -334,7 +337,7 @@ def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner
     if out:
         first = out[0]
         own = first.__dict__.setdefault("own_call", getattr(first, "call", None))
-        first.call = _group_call([_own_call(r) for r in out]) or own
+        first.call = _group_call(out) or own
     return tuple(out)
 
 
@@ -342,23 +345,25 @@ def _own_call(runner: Runner) -> Any:
     return runner.__dict__.get("own_call") or getattr(runner, "call", None)
 
 
-def _group_call(calls: list[Any]) -> Callable[..., Any] | None:
+def _group_call(out: list[Runner]) -> Callable[..., Any] | None:
     """One call function for the leading entries that share the first one's key -- the usual second entry of a
     method whose state was empty on its first call (``self.m == {}``, then a dict of arrays): the layout checked
     once, then each entry's tail (guards, aliasing, run) in publication order, where trying the entries one by one
     checks the layout again for each (~1-3 us). Exact: entries with one key have the very same layout checks
-    (their lines and constants are compared here), and the generic path tries them in this order too. None where
-    fewer than two entries qualify."""
+    (their lines and constants are compared here), and the generic path tries them in this order too; a call none
+    takes goes on to the runners past the group, then the generic path. None where fewer than two entries
+    qualify."""
     tails = []
-    for call in calls:
-        tail = getattr(call, "group", None)
+    for runner in out:
+        tail = getattr(_own_call(runner), "group", None)
         if tail is None or (tails and not _same_layout(tails[0], tail)):
             break
         tails.append(tail)
     if len(tails) < 2:
         return None
     first = tails[0]
-    ns = {**first.ns, "MISS": MISS}
+    ns = {**first.ns, "MISS": MISS, "SELF": first.owner, "RUNNER": out[0], "NO": _NO,
+          "AFTER": _past(first.owner, tuple(out[len(tails):]))}
     fn_name = f"call_group_{first.index}"
     doc = f"{first.name} when entries {', '.join(str(t.index) for t in tails)} (one key) are first."
     lines = _call_header(fn_name, doc, first.n) + first.layout
@@ -367,8 +372,22 @@ def _group_call(calls: list[Any]) -> Callable[..., Any] | None:
         lines += [f"    r = T{j}({tail.params})  # entry {tail.index}: its guards, aliasing and run",
                   "    if r is not MISS:", "        return r"]
     given = "(" + "".join(f"a{i}, " for i in range(first.n)) + ")"
-    lines.append(f"    return SELF._after({given}, kw, RUNNER)")
+    lines.append(f"    return AFTER({given}, kw)")
     return _define(fn_name, lines, ns, f"{first.name} group {first.index}", in_package=True)
+
+
+def _past(owner: Any, rest: tuple[Runner, ...]) -> Callable[[tuple, dict[str, Any]], Any]:
+    """A call past a group: the runners after it, then the generic path (the group's own runners would check the
+    same layout and tails again)."""
+
+    def past_group(args: tuple, kwargs: dict[str, Any]) -> Any:
+        for run in rest:
+            result = run(args, kwargs)
+            if result is not MISS:
+                return result
+        return owner._dispatch(args, kwargs)
+
+    return past_group
 
 
 def _same_layout(a: _Tail, b: _Tail) -> bool:
