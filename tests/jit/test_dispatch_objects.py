@@ -343,3 +343,5 @@ def test_entries_of_one_key_share_a_group_call() -> None:
     assert generic[0] == 1 and source.index("# entry 1:") < source.index("# entry 2:") < source.index("# entry 3:")
     check(np.ones(4, np.float32), np.ones(4, np.float32))  # another layout: past the group, the generic path
     assert generic[0] == 2
+    check(np.ones(4, np.float32), np.ones(4, np.float32))  # now past the group, entry 4's runner
+    assert generic[0] == 2 and f.cache_info().entries == 4
