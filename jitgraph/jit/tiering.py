@@ -17,8 +17,8 @@ demoted call still pays, so graphs that tie with NumPy were demoted into running
 fast (it mutates arguments and may raise: effects.py) runs the slow path either way, with its ``on_raise`` care,
 so that and the function are timed. The first pair warms up (caches, reused output buffers) and is not counted; after
 :data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
-times) when eager wins by :data:`MARGIN` on the median *and* on the minimum (the minimum is what noise from other
-processes cannot make smaller, so a graph that wins is not tiered down by a busy machine), else ``fast`` goes back
+times) when eager wins by :data:`MARGIN` on the median, on the minimum and in most sample pairs
+(:func:`eager_wins`: a graph that wins is not tiered down by a busy machine), else ``fast`` goes back
 to what ``on_raise`` allows. A clear outcome after :data:`EARLY_RUNS` runs each (one side at least
 :data:`EARLY_FACTOR` times the other, every sample) is taken at once, so a large call whose graph is much faster
 pays for few eager runs. The decision is per entry: entries are per argument sizes and layouts, so a later, larger
@@ -61,8 +61,20 @@ PROBE_RUNS = 8  # timed runs of each side before the decision
 WARM_PAIRS = 1  # leading pairs (compiled, eager) not counted: caches, first reuse of output buffers
 EARLY_RUNS = 3  # timed runs of each side after which a clear outcome is taken at once
 EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
-MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median and minimum)
+MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median, minimum, ...)
+CONSISTENT = 0.7  # ... and in this share of the (eager, compiled) sample pairs
 PROBE_CALLS = 2 * (WARM_PAIRS + PROBE_RUNS)  # calls after the first run until every entry is decided
+
+
+def eager_wins(compiled: list[float], eager: list[float]) -> bool:
+    """Whether the samples say eager is faster by :data:`MARGIN`: on the median, on the minimum, and in at least
+    :data:`CONSISTENT` of all (eager, compiled) pairs. The pairs are what a stalled machine cannot fake: when every
+    run of both sides waits for the scheduler (milliseconds where the work is microseconds), the medians and minimums
+    fall by chance on either side, and the pairs come out near even."""
+    if statistics.median(eager) >= MARGIN * statistics.median(compiled) or min(eager) >= MARGIN * min(compiled):
+        return False
+    won = sum(1 for e in eager for c in compiled if e < MARGIN * c)
+    return won >= CONSISTENT * len(eager) * len(compiled)
 
 
 def enabled(options: dict[str, Any]) -> bool:
@@ -158,7 +170,7 @@ class Probe:
         c, e = list(self.compiled), list(self.eager)
         n = min(len(c), len(e))
         if n >= PROBE_RUNS or (final and n):
-            demote = statistics.median(e) < MARGIN * statistics.median(c) and min(e) < MARGIN * min(c)
+            demote = eager_wins(c, e)
         elif n >= EARLY_RUNS and max(c) * EARLY_FACTOR <= min(e):
             demote = False
         elif n >= EARLY_RUNS and max(e) * EARLY_FACTOR <= min(c):
