@@ -97,7 +97,8 @@ def test_probe_decides_on_median_and_minimum_with_a_margin():
     assert decide([10e-6] * (n - 1) + [1e-3], [12e-6] * n)[0] == "graph"  # one preempted compiled run
     assert decide([10e-6] * n, [9.9e-6] * n)[0] == "graph"  # inside the margin
     assert decide([10e-6] * n, [5e-6] * (n - 1) + [20e-6])[0] == "eager"
-    assert decide([10e-6] * n, [5e-6] * (n - 2) + [20e-6, 20e-6])[0] == "graph"  # a quarter of the pairs disagree
+    assert decide([10e-6] * n, [5e-6] * (n - 2) + [20e-6] * 2)[0] == "eager"  # 3/4 of the pairs agree
+    assert decide([10e-6] * n, [5e-6] * (n - 3) + [20e-6] * 3)[0] == "graph"  # 3/8 of the pairs disagree
     stalls = [4e-3, 8e-3, 12e-3, 16e-3]  # every run waits for the scheduler: medians and minimums fall by chance
     assert decide(stalls[1:] + stalls[2:] + [16e-3], stalls + stalls)[0] == "graph"
     assert decide([10e-6] * 3, [30e-6] * 3)[0] == "graph"  # clear after EARLY_RUNS: the large call's case
