@@ -77,3 +77,25 @@ def test_reductions_spelled_as_ufunc_reduce_match_eager():
         assert type(g) is type(w) and g.dtype == w.dtype and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=1e-15)
 
+
+
+def _scalars(x, y):
+    s = x.sum()
+    m = y.max()
+    return s * 2.0 + 1, s / m, s - m, s >= 3, (s * 3) == m, m / (s - s), s * 7
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_scalar_arithmetic_as_operators_matches_eager(dtype):
+    """0-d NumPy values combined with Python's operators (NumPy's scalar math): values, dtypes and types as the
+    ufuncs give them, division by zero included."""
+    x = np.arange(1, 6).astype(dtype)
+    y = (np.arange(4) * 2 + 1).astype(np.float32)
+    compiled = jitgraph.compile(_scalars)
+    with np.errstate(all="ignore"):
+        want = _scalars(x, y)
+    got = compiled(x, y)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and np.result_type(g) == np.result_type(w)
+        np.testing.assert_array_equal(g, w)
+    assert " / v" in _driver(compiled)  # an operator, not the ufunc
