@@ -23,7 +23,7 @@ import numpy as np
 
 from jitgraph.ir.optable import get_op
 from jitgraph.ir.printer import format_graph
-from jitgraph.ir.symbols import Sym
+from jitgraph.ir.symbols import Sym, SymExpr
 from jitgraph.ir.types import TensorType, type_of, weak_type_of
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class GraphBuilder:
             pass
         elif isinstance(value, bool | int | float | complex):
             type_ = type_ or weak_type_of(value)
-        elif type(value) is Sym:  # ``x.shape[0]`` of a symbolic dimension: a Python int (ir/symbols.py)
+        elif type(value) is Sym or type(value) is SymExpr:  # ``x.shape[0]`` of a symbolic dimension, ``n - 1``
             type_ = TensorType((), np.dtype(np.int64), weak=True)
         else:
             raise TypeError(f"cannot make an IR constant from {type(value).__name__}")

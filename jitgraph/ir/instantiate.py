@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, rebuild
-from jitgraph.ir.symbols import Sym
+from jitgraph.ir.symbols import Sym, SymExpr
 from jitgraph.ir.types import TensorType
 
 
@@ -25,6 +25,8 @@ def symbols_of(graph: Graph) -> set[str]:
     def visit(value: Any) -> None:
         if type(value) is Sym:
             found.add(value.name)
+        elif type(value) is SymExpr:
+            found.add(value.sym.name)
         elif isinstance(value, TensorType):
             for d in value.shape:
                 visit(d)
@@ -56,6 +58,8 @@ def instantiate(graph: Graph, sizes: Mapping[str, int]) -> Graph:
         t = type(v)
         if t is Sym:
             return sizes[v.name]
+        if t is SymExpr:
+            return v.value(sizes[v.sym.name])
         if t is TensorType:
             return v.with_(shape=tuple(value(d) for d in v.shape)) if any(type(d) is Sym for d in v.shape) else v
         if t is TupleType:

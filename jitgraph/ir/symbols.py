@@ -103,3 +103,74 @@ def broadcast_dims(a: Any, b: Any) -> Any:
     if a == b:  # one symbol; two symbols, or a symbol and an int >= 2, raise (it depends on the sizes)
         return a
     raise ValueError(f"sizes {a} and {b} cannot be broadcast together")
+
+
+class SymExpr:
+    """``mul * sym + add``: a symbolic size after integer arithmetic the traced code did on it as a Python int
+    (``n - 1``, ``x.size``, ``2 * n``). It is a value, never a dimension: it only reaches the graph as a constant,
+    which instantiation evaluates exactly (Python ints), as the traced code would have. Like :class:`Sym` it answers
+    no question that depends on the size."""
+
+    __slots__ = ("add", "mul", "sym")
+
+    def __init__(self, sym: Sym, mul: int = 1, add: int = 0) -> None:
+        self.sym, self.mul, self.add = sym, mul, add
+
+    def value(self, size: int) -> int:
+        return self.mul * size + self.add
+
+    def __repr__(self) -> str:
+        scaled = self.sym.name if self.mul == 1 else f"{self.mul}*{self.sym.name}"
+        return scaled if not self.add else f"{scaled}{self.add:+d}"
+
+    def __eq__(self, other: object) -> bool:
+        raise SymbolicSizeError(f"{self!r} == {other!r} depends on the size")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise SymbolicSizeError(f"the truth of {self!r} depends on the size")
+
+    def __reduce__(self) -> Any:
+        raise SymbolicSizeError(f"symbolic size {self!r} cannot be pickled (instantiate the graph first)")
+
+
+def linear(value: Any) -> SymExpr | None:
+    """A symbolic size as ``mul * sym + add`` (None for anything else)."""
+    if type(value) is Sym:
+        return SymExpr(value)
+    return value if type(value) is SymExpr else None
+
+
+def size_arith(op: str, a: Any, b: Any) -> SymExpr | None:
+    """``a op b`` for a symbolic size and a Python int (``+``, ``-``, ``*``), or None where the result is not a
+    linear function of one symbol."""
+    la, lb = linear(a), linear(b)
+    if (la is None) == (lb is None):
+        return None
+    other = b if la is not None else a
+    if type(other) is not int:
+        return None
+    e = la if la is not None else lb
+    assert e is not None
+    if op == "+":
+        return SymExpr(e.sym, e.mul, e.add + other)
+    if op == "*":
+        return SymExpr(e.sym, e.mul * other, e.add * other) if other else None
+    if op == "-":
+        return SymExpr(e.sym, e.mul, e.add - other) if la is not None else SymExpr(e.sym, -e.mul, other - e.add)
+    return None
+
+
+def size_of_shape(shape: tuple[Any, ...]) -> int | SymExpr:
+    """``x.size`` where the shape may hold one symbol (a fixed size times it); two symbols raise."""
+    syms = [d for d in shape if type(d) is Sym]
+    fixed = 1
+    for d in shape:
+        if type(d) is not Sym:
+            fixed *= d
+    if not syms:
+        return fixed
+    if len(syms) > 1 or fixed == 0:
+        raise SymbolicSizeError(f"the size of a shape {shape} depends on the sizes")
+    return SymExpr(syms[0], fixed)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.symbols import size_arith
 from jitgraph.tracer import selections
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.index_tricks import index_trick, is_index_trick
@@ -84,6 +85,10 @@ def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False)
     if selections.is_lazy(a) or selections.is_lazy(b):
         return selections.binary(tx, symbol, a, b, inplace, binary)
     _refuse_sequence_with_number(tx, symbol, a, b)
+    sa, sb = tx.size_symbol(a), tx.size_symbol(b)
+    sized = None if sa is None and sb is None else size_arith(symbol, a if sa is None else sa, b if sb is None else sb)
+    if sized is not None:  # ``n - 1`` of a symbolic size: exact Python arithmetic, evaluated per size (symbols.py)
+        return tx.size_value(sized)
     if isinstance(a, TArray) or isinstance(b, TArray):
         if _is_none(a) or _is_none(b):
             tx.graph_break(f"operator {symbol} with None", TypeError(f"unsupported operand type(s) for {symbol}"))

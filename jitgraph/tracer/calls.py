@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.ir.symbols import size_of_shape
 from jitgraph.tracer import bytecode, selections, side_effects, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
@@ -319,7 +320,7 @@ def array_attr(tx: TraceContext, array: TArray, name: str) -> Any:
     if name == "ndim":
         return t.ndim
     if name == "size":
-        return t.size
+        return tx.size_value(size_of_shape(t.shape))
     if name == "dtype":
         return t.dtype
     if name == "itemsize":

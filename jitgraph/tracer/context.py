@@ -18,7 +18,7 @@ from jitgraph.device_arrays import device_type_of, is_device_array
 from jitgraph.errors import TypeInferenceError
 from jitgraph.ir.graph import GraphBuilder, Node, SourceLoc
 from jitgraph.ir.ops import OPS, OpKind, get_op
-from jitgraph.ir.symbols import Sym
+from jitgraph.ir.symbols import Sym, SymExpr
 from jitgraph.ir.types import SUPPORTED_DTYPES, TensorType, type_of
 from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
@@ -151,10 +151,18 @@ class TraceContext:
             self.graph_break(f"NumPy would raise here: {overflow}", overflow)
         return node
 
-    def size_value(self, size: int | Sym) -> int | TArray:
+    def size_value(self, size: int | Sym | SymExpr) -> int | TArray:
         """A dimension's size as the traced code sees it: a Python int, or for a symbolic dimension a graph
         constant standing for it (``const(s0)``, a Python int at run time; the graph is instantiated per size)."""
-        return self.fresh(self.builder.const(size)) if type(size) is Sym else size
+        return self.fresh(self.builder.const(size)) if type(size) is Sym or type(size) is SymExpr else size
+
+    def size_symbol(self, value: Any) -> Sym | SymExpr | None:
+        """The symbolic size a traced Python int stands for (``const(s0)``, ``const(s0-1)``), or None."""
+        if isinstance(value, TArray) and value.kind == "py" and not value.path:
+            node = value.buffer.node
+            if node.op == "const" and type(node.attrs["value"]) in (Sym, SymExpr):
+                return node.attrs["value"]
+        return None
 
     def fresh(self, node: Node, kind: str | None = None) -> TArray:
         """A new array value with its own storage (an op result)."""

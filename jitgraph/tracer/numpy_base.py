@@ -125,11 +125,8 @@ def shape_arg(tx: TraceContext, shape: Any) -> tuple[int, ...]:
 
 def _symbol_of(tx: TraceContext, value: Any) -> Sym | None:
     """The symbol a traced Python int stands for, when it is a symbolic size itself (``const(s0)``)."""
-    if isinstance(value, TArray) and value.kind == "py":
-        node = tx.read(value)
-        if node.op == "const" and type(node.attrs["value"]) is Sym:
-            return node.attrs["value"]
-    return None
+    sym = tx.size_symbol(value)
+    return sym if type(sym) is Sym else None
 
 
 def dtype_arg(tx: TraceContext, dtype: Any) -> np.dtype:

@@ -59,12 +59,22 @@ def loop_region(x):
     return h
 
 
+def size_arithmetic(x):
+    xc = x - x.mean(axis=0)
+    n = x.shape[0]
+    return xc.T @ xc / (n - 1), x * (2 * n - 1) / (n * 3), x.sum() / x.size
+
+
+def floor_of_size(x):
+    return x[:, 0] * (x.shape[0] // 2)  # not linear in the size: the graph computes it, the trace is refused
+
+
 def branch_on_size(x):
     return x * 2.0 if x.shape[0] > 4 else x
 
 
-SYMBOLIC = [broadcasting, slicing, reductions, matmul, concatenation, creation, loop_region]
-STATIC = [reshape, branch_on_size]  # n * 2 and the branch need the value: traced per size
+SYMBOLIC = [broadcasting, slicing, reductions, matmul, concatenation, creation, loop_region, size_arithmetic]
+STATIC = [reshape, branch_on_size, floor_of_size]  # n * 2 as a shape, the branch, n // 2: traced per size
 
 
 def _agree(got: Any, want: Any) -> None:
