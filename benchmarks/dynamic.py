@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the script runs from anywhere
 
 import jitgraph
-from benchmarks import workloads
+from benchmarks import floor, workloads
 from benchmarks.timing import paired_timings
 from jitgraph.backends.cpu import cache as kernel_cache
 
@@ -289,10 +290,65 @@ def workloads_table(scale: float) -> None:
           f"{100 * worst:.1f}%)")
 
 
+# ----------------------------------------------------------------------------- symbolic sizes over the floor corpus
+
+
+def _cut(args: tuple[Any, ...], n: int, m: int) -> tuple[Any, ...]:
+    """Every axis of length ``n`` (the first argument's dim 0) cut to ``m``; copies, so in-place code is compared."""
+    def one(a: Any) -> Any:
+        if not isinstance(a, np.ndarray):
+            return a
+        return a[tuple(slice(0, m) if d == n else slice(None) for d in a.shape)].copy()
+    return tuple(one(a) for a in args)
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want))
+    got, want = np.asarray(got), np.asarray(want)
+    return got.shape == want.shape and got.dtype == want.dtype and \
+        bool(np.allclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True))
+
+
+def corpus_table() -> None:
+    """Each function of ``benchmarks/floor.py`` (written for issue 21, not for this) at six sizes of its batch
+    dimension, float32 and float64, compiled with the defaults: every call against eager NumPy (results and the
+    arguments it mutates), and how the sizes were served -- traces (entries), instances of a symbolic trace, size
+    variants, eager calls."""
+    rows, wrong = [], []
+    for fn, make in floor.FUNCTIONS:
+        for dt in (np.float32, np.float64):
+            base = make(np.random.default_rng(0), dt)
+            n = base[0].shape[0] if isinstance(base[0], np.ndarray) and base[0].ndim else 0
+            if n < 8:
+                continue
+            f = jitgraph.compile(fn)
+            for frac in (0.5, 0.75, 1.0, 0.3, 0.9, 0.6):
+                m = max(2, int(n * frac))
+                args, want_args = _cut(base, n, m), _cut(base, n, m)
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = fn(*want_args)
+                    got = f(*args)
+                if not (_same(got, want) and all(_same(a, b) for a, b in zip(args, want_args))):
+                    wrong.append(f"{fn.__name__}/{dt.__name__} at {m}")
+            info = f.cache_info()
+            rows.append((f"{fn.__name__}/{dt.__name__}", info.entries, info.size_instances, info.size_variants,
+                         info.fallbacks))
+    served = sum(1 for r in rows if r[2])
+    print(f"floor corpus, 6 sizes each: {len(rows)} functions, {served} served by one symbolic trace after the first "
+          f"recompile; traces {sum(r[1] for r in rows)}, instances {sum(r[2] for r in rows)}, size variants "
+          f"{sum(r[3] for r in rows)}, eager calls {sum(r[4] for r in rows)}; wrong: {len(wrong)} {wrong[:5]}")
+    for name, entries, inst, variants, eager in rows:
+        if not inst:
+            print(f"  traced per size: {name:32} entries {entries}, variants {variants}, eager calls {eager}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=1, help="divide the sizes by this (quick runs)")
-    parser.add_argument("--part", choices=("all", "loops", "workloads"), default="all", help="which table to print")
+    parser.add_argument("--part", choices=("all", "loops", "workloads", "corpus"), default="all",
+                        help="which table to print")
     args = parser.parse_args()
     if args.part in ("all", "loops"):
         loops_table(args.scale)
@@ -300,6 +356,10 @@ def main() -> None:
         if args.part == "all":
             print()
         workloads_table(1.0 / args.scale)
+    if args.part in ("all", "corpus"):
+        if args.part == "all":
+            print()
+        corpus_table()
 
 
 if __name__ == "__main__":
