@@ -1,6 +1,6 @@
 """The five size-changing loops of issue 20: how many entries each compiles, and eager vs compiled wall time.
 
-Run ``python benchmarks/dynamic.py`` (``--part loops`` or ``--part workloads`` for one table). Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
+Run ``python benchmarks/dynamic.py`` (``--part loops``, ``workloads`` or ``corpus`` for one table). Each loop is plain NumPy, run once eagerly and twice compiled (cold: a fresh
 ``jitgraph.compile``, so every trace and compile is paid; warm: the same compiled function again, every entry
 cached). ``compile s`` is cold minus warm. ``entries`` counts traces; ``recomp`` recompiles; ``inst`` the sizes served
 by instantiating a symbolic trace (no trace, jit/symbolic_sizes.py); ``variants`` entries traced again only for new
