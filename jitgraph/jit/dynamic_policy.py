@@ -16,15 +16,17 @@ A mixin of :class:`~jitgraph.jit.function.CompiledFunction` (it reads the functi
 ``jitgraph.mark_dynamic(x, dim)`` / ``mark_static(x, dim)`` mark one array's dimension for every function it is
 passed to (``dynamic_ints.mark``); a mark is read on the next miss, as ``torch.compile`` reads it when it traces.
 
-What a dynamic dimension buys today: the IR has no symbolic sizes yet (issue 20 item 1), so a call with a new size
-in dynamic dimensions is still traced for its sizes; but when that trace is the same graph with other sizes
-(``entries.same_but_sizes``), it is a *size variant* of an entry: it does not count towards ``cache_limit`` and is no
-recompile (``cache_info().size_variants`` counts them; the ``jitgraph.recompiles`` log at INFO shows each), and its
-Numba kernels, which take extents as arguments, are found in the kernel cache instead of compiled again (the retrace
-costs milliseconds). A new size whose graph differs in more than sizes (a size baked into a constant, a size-1
-broadcast) is an ordinary recompile, and so is every new size after :data:`MAX_VARIANTS` variants (a function whose
-sizes never repeat then meets ``cache_limit`` and runs eagerly, as it would without dynamic dimensions, instead of
-being traced again on every call).
+What a dynamic dimension buys: the first recompile caused only by sizes is traced again with those dimensions as
+symbols (``f32[s0,784]``, jit/symbolic_sizes.py); when that trace is one whole graph that is, instantiated at each
+traced size, the graph traced there, every later call that differs only in those sizes is an *instance* of it: the
+symbolic graph instantiated at its sizes and compiled (no trace, no recompile, not an entry; its Numba kernels,
+which take extents as arguments, come from the kernel cache). Where the symbolic trace fails (the code branches on
+a size, or shapes an array by ``n // 2``), a call with a new size is traced for its sizes; when that trace is the
+same graph with other sizes (``entries.same_but_sizes``), it is a *size variant* of an entry: it does not count
+towards ``cache_limit`` and is no recompile (``cache_info().size_variants``; the ``jitgraph.recompiles`` log at INFO
+shows each). A new size whose graph differs in more than sizes is an ordinary recompile, and so is every new size
+after :data:`MAX_VARIANTS` variants (a function whose sizes never repeat then meets ``cache_limit`` and runs
+eagerly, as it would without dynamic dimensions, instead of being traced again on every call).
 """
 
 from __future__ import annotations
