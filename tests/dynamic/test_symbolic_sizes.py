@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import jitgraph
 from jitgraph.ir.instantiate import instantiate, same_graph, symbols_of
@@ -179,3 +181,24 @@ def test_an_int_argument_that_bounds_a_loop_becomes_a_run_time_trip_count() -> N
         _agree(f(a, v, n), power_steps(a, v, n))
     info = f.cache_info()
     assert (info.entries, info.recompiles, info.fallbacks) == (2, 1, 0), f.recompile_reasons()
+
+
+_SHARED = {fn.__name__: jitgraph.compile(fn) for fn in (matmul, size_arithmetic, loop_region, slicing)}
+
+
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=8), name=st.sampled_from(sorted(_SHARED)))
+def test_any_sequence_of_sizes_matches_numpy(sizes: list[int], name: str) -> None:
+    """One compiled function per kind, shared by every example: whatever order sizes come in (0 and 1 included,
+    repeats, sizes seen by earlier examples), each call equals eager NumPy, or raises what NumPy raises."""
+    f = _SHARED[name]
+    fn = f.fn
+    for n in sizes:
+        x = np.linspace(-1.0, 1.0, n * 4, dtype=np.float32).reshape(n, 4)
+        with np.errstate(all="ignore"):
+            try:
+                want = fn(x)
+            except Exception as exc:  # noqa: BLE001 - NumPy's own error must be the compiled call's too
+                with pytest.raises(type(exc)):
+                    f(x)
+                continue
+            _agree(f(x), want)
