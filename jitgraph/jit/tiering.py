@@ -18,7 +18,8 @@ fast (it mutates arguments and may raise: effects.py) runs the slow path either 
 so that and the function are timed. The first pair warms up (caches, reused output buffers) and is not counted; after
 :data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
 times) when eager wins by :data:`MARGIN` on the median, on the minimum and in most sample pairs
-(:func:`eager_wins`: a graph that wins is not tiered down by a busy machine), else ``fast`` goes back
+(:func:`eager_wins`: a graph that wins is not tiered down by a busy machine; where only the medians say so, the
+probe goes on up to :data:`MAX_RUNS` runs each before it keeps the graph), else ``fast`` goes back
 to what ``on_raise`` allows. A clear outcome after :data:`EARLY_RUNS` runs each (one side at least
 :data:`EARLY_FACTOR` times the other, every sample) is taken at once, so a large call whose graph is much faster
 pays for few eager runs. The decision is per entry: entries are per argument sizes and layouts, so a later, larger
@@ -63,7 +64,8 @@ EARLY_RUNS = 3  # timed runs of each side after which a clear outcome is taken a
 EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
 MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median, minimum, ...)
 CONSISTENT = 0.7  # ... and in this share of the (eager, compiled) sample pairs
-PROBE_CALLS = 2 * (WARM_PAIRS + PROBE_RUNS)  # calls after the first run until every entry is decided
+MAX_RUNS = 2 * PROBE_RUNS  # where the medians say eager but the pairs are not clear: measured up to this, then kept
+PROBE_CALLS = 2 * (WARM_PAIRS + MAX_RUNS)  # calls after the first run until every entry is decided
 
 
 def eager_wins(compiled: list[float], eager: list[float]) -> bool:
@@ -71,10 +73,14 @@ def eager_wins(compiled: list[float], eager: list[float]) -> bool:
     :data:`CONSISTENT` of all (eager, compiled) pairs. The pairs are what a stalled machine cannot fake: when every
     run of both sides waits for the scheduler (milliseconds where the work is microseconds), the medians and minimums
     fall by chance on either side, and the pairs come out near even."""
-    if statistics.median(eager) >= MARGIN * statistics.median(compiled) or min(eager) >= MARGIN * min(compiled):
+    if not _medians_say_eager(compiled, eager) or min(eager) >= MARGIN * min(compiled):
         return False
     won = sum(1 for e in eager for c in compiled if e < MARGIN * c)
     return won >= CONSISTENT * len(eager) * len(compiled)
+
+
+def _medians_say_eager(compiled: list[float], eager: list[float]) -> bool:
+    return statistics.median(eager) < MARGIN * statistics.median(compiled)
 
 
 def enabled(options: dict[str, Any]) -> bool:
@@ -171,6 +177,8 @@ class Probe:
         n = min(len(c), len(e))
         if n >= PROBE_RUNS or (final and n):
             demote = eager_wins(c, e)
+            if not demote and n < MAX_RUNS and not final and _medians_say_eager(c, e):
+                return  # not clear on a busy machine: more samples
         elif n >= EARLY_RUNS and max(c) * EARLY_FACTOR <= min(e):
             demote = False
         elif n >= EARLY_RUNS and max(e) * EARLY_FACTOR <= min(c):
