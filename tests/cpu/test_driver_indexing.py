@@ -136,3 +136,33 @@ def test_outputs_beside_mutated_inputs_match_eager(n):
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert got[4] is x and not np.shares_memory(got[2], x) and not np.shares_memory(got[0], x)
+
+
+def _sgd(w, g, v):
+    v *= 0.9
+    v -= 0.1 * g
+    w += v
+    return w
+
+
+@pytest.mark.parametrize("aliasing", ["none", "same array twice", "views of one array"])
+def test_in_place_kernels_with_overlapping_arguments_match_eager(aliasing):
+    """The driver's per-call overlap check (``CpuCompiled._overlapping``): arrays that own their memory and are
+    distinct take the fast path; one array passed twice, or two views of one array, run the safe driver."""
+    base = np.arange(1.0, 41.0)
+
+    def make():
+        if aliasing == "none":
+            return base[:20].copy(), base[20:].copy(), np.ones(20)
+        if aliasing == "same array twice":
+            return (base[:20].copy(),) * 2 + (np.ones(20),)
+        b = base.copy()
+        return b[:20], b[10:30], np.ones(20)
+
+    compiled = jitgraph.compile(_sgd)
+    for _ in range(2):
+        got_args, want_args = make(), make()
+        got, want = compiled(*got_args), _sgd(*want_args)
+        np.testing.assert_array_equal(got, want)
+        for g, w in zip(got_args, want_args):
+            np.testing.assert_array_equal(g, w)
