@@ -131,8 +131,17 @@ def trace_symbolic(fn: Any, args: tuple, kwargs: dict[str, Any], facts: dict[str
     for d in dims:
         shape = facts[f"{d.name}.shape"]
         by_name.setdefault(d.name, {})[d.axis] = Sym(d.symbol, shape[d.axis])
+    form = _attempt(fn, args, kwargs, by_name, dims, checks, duck_outside=False)
+    if form is None:  # a layer's backward reads ``self.x`` that its forward stored at the batch size: try that too
+        form = _attempt(fn, args, kwargs, by_name, dims, checks, duck_outside=True)
+    return form
+
+
+def _attempt(fn: Any, args: tuple, kwargs: dict[str, Any], by_name: dict[str, dict[int, Sym]],
+             dims: tuple[SymbolicDim, ...], checks: list[tuple[Graph, dict[str, Any]]], duck_outside: bool
+             ) -> SymbolicForm | None:
     try:  # anything the trace needed a size's value for raises somewhere: the dimensions stay static
-        result = trace(fn, args, kwargs, symbolic_dims=by_name)
+        result = trace(fn, args, kwargs, symbolic_dims=by_name, duck_outside=duck_outside)
     except Exception as exc:  # noqa: BLE001
         log.debug("jitgraph: symbolic trace of %s failed (%s: %s)", getattr(fn, "__qualname__", fn),
                   type(exc).__name__, exc)

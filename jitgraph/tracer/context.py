@@ -71,6 +71,10 @@ class TraceContext:
         self.dynamic_sources = dynamic_sources
         # Argument dimensions traced as symbolic sizes: source name -> {axis: Sym} (jit/symbolic_sizes.py).
         self.symbolic_dims: dict[str, dict[int, Sym]] = {}
+        # With ``duck_outside``, an array read from an attribute or global whose size equals a symbol's takes it,
+        # guarded against ``symbol_codes`` (each symbol's first argument dimension, as guard code).
+        self.duck_outside = False
+        self.symbol_codes: dict[str, tuple[Sym, str]] = {}
         self.side_effects = SideEffects()
         self.copies_of: dict[int, list[Any]] = {}  # a caller's list/dict id -> the tracer's copies of it
         self.copy_origin: dict[int, list[Any]] = {}  # a copy's id -> every copy of the same caller's container
@@ -277,6 +281,8 @@ class TraceContext:
             dims = self.symbolic_dims.get(source.name) if source is not None and self.symbolic_dims else None
             if dims:  # dynamic dimensions traced as symbols (jit/symbolic_sizes.py)
                 t = t.with_(shape=tuple(dims.get(i, d) for i, d in enumerate(t.shape)))
+                for axis, sym in dims.items():
+                    self.symbol_codes.setdefault(sym.name, (sym, f"{source.code}.shape[{axis}]"))
         elif isinstance(value, np.generic):
             t, kind = TensorType((), value.dtype), "scalar"
         else:
@@ -389,7 +395,12 @@ class TraceContext:
         g = self.guards
         t = type(value)
         if t is np.ndarray:
-            g.array(source, value)
+            dims = self._outside_symbols(value) if self.duck_outside and self.symbol_codes else None
+            if dims:
+                g.symbolic_array(source, value, {axis: (self.symbol_codes[s.name][1], s.name) for axis, s in dims.items()})
+                self.symbolic_dims[source.name] = dims
+            else:
+                g.array(source, value)
             g.extra_input(source)
             return self.new_input(value, source.name, source)
         if (t is int or t is float) and source.code in self.dynamic_sources and abs(value) < DYNAMIC_LIMIT:
@@ -433,6 +444,16 @@ class TraceContext:
         self.note_external(value, source)
         self._keep.append(value)
         return value
+
+    def _outside_symbols(self, value: np.ndarray) -> dict[int, Sym]:
+        """Duck sizing for an array read from outside (``self.x`` stored by a forward pass): each dimension whose
+        size is a symbol's size at this call takes the symbol (C- or F-ordered arrays only: their strides follow
+        their shape). A coincidence is harmless: the guard ties the dimension to the symbol, and the symbolic trace
+        is checked against the traces at other sizes before it is kept."""
+        if not (value.flags.c_contiguous or value.flags.f_contiguous):
+            return {}
+        by_size = {sym.hint: sym for sym, _ in self.symbol_codes.values()}
+        return {axis: by_size[d] for axis, d in enumerate(value.shape) if d >= 2 and d in by_size}
 
     def _dynamic_scalar(self, value: float, source: Source) -> TArray:
         """An outside int or float the trace reads as a graph input (guarded by type and range, not value)."""

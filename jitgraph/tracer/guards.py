@@ -122,6 +122,18 @@ class GuardSet:
                  f"{source.name}: ndarray, shape == {value.shape}, dtype == {value.dtype}, "
                  f"layout {layout_of(value)}")
 
+    def symbolic_array(self, source: Source, value: np.ndarray, sizes: dict[int, tuple[str, str]]) -> None:
+        """An array read from outside whose dimensions ``sizes`` are symbolic sizes (ir/symbols.py): each equal to
+        the argument dimension that defines its symbol (``axis -> (guard code, symbol name)``), the others fixed; C
+        or F order as now (the strides follow the shape)."""
+        s = source.code
+        shape = "(" + "".join(f"{sizes[k][0] if k in sizes else d}, " for k, d in enumerate(value.shape)) + ")"
+        named = "(" + ", ".join(sizes[k][1] if k in sizes else str(d) for k, d in enumerate(value.shape)) + ")"
+        order = "c_contiguous" if value.flags.c_contiguous else "f_contiguous"
+        self.add(f"type({s}) is ndarray and {s}.shape == {shape} and {s}.dtype == {self.const(value.dtype)} and "
+                 f"{s}.flags.{order}",
+                 f"{source.name}: ndarray, shape == {named}, dtype == {value.dtype}, {order.replace('_', '-')}")
+
     def device_array(self, source: Source, value: Any) -> None:
         """A GPU array read from a global or attribute: its type, shape, dtype and strides, and that it is on the
         device (a host array there later fails the type check, so host and device compile apart)."""

@@ -53,7 +53,7 @@ def parameter_names(fn: Any, nargs: int) -> list[str]:
 
 
 def trace(fn: Any, args: tuple, kwargs: dict[str, Any], observed: tuple | None = None,
-          symbolic_dims: dict[str, dict[int, Sym]] | None = None) -> TraceResult:
+          symbolic_dims: dict[str, dict[int, Sym]] | None = None, duck_outside: bool = False) -> TraceResult:
     """Trace one call. A trace whose replayed stores rewrite an outside int or float it read by value (a step
     counter on ``self``) is traced again with those read as runtime values, so the next call does not miss its
     guard; the second trace is kept when it captures a graph (it breaks where the value decides control flow).
@@ -61,13 +61,16 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any], observed: tuple | None =
     ``observed`` (tracer/resume.py): the values of the first data-dependent cuts, for a trace resumed after them;
     None where the trace may not cut at data-dependent instructions at all (the callers that need one graph).
 
-    ``symbolic_dims``: argument dimensions traced as symbolic sizes (argument name -> {axis: Sym}; ir/symbols.py)."""
+    ``symbolic_dims``: argument dimensions traced as symbolic sizes (argument name -> {axis: Sym}; ir/symbols.py);
+    ``duck_outside``: an array read from outside the arguments (``self.x``) whose size equals a symbol's takes that
+    symbol too, guarded to equal it (``TraceContext._outside_symbols``)."""
     start = time.perf_counter()
-    result = _trace_once(fn, args, kwargs, frozenset(), observed, symbolic_dims)
+    sym = (symbolic_dims, duck_outside)
+    result = _trace_once(fn, args, kwargs, frozenset(), observed, sym)
     candidates = result.extra.pop("dynamic_candidates", None)
     if candidates and result.breaks is None and not observed and "pending" not in result.extra:
         try:  # a proxy list the code does more with than append may fail in any way: the first trace stands
-            again: TraceResult | None = _trace_once(fn, args, kwargs, frozenset(candidates), None, symbolic_dims)
+            again: TraceResult | None = _trace_once(fn, args, kwargs, frozenset(candidates), None, sym)
         except Exception:  # noqa: BLE001
             again = None
         if again is not None and again.breaks is None:
@@ -78,23 +81,23 @@ def trace(fn: Any, args: tuple, kwargs: dict[str, Any], observed: tuple | None =
 
 
 def _trace_once(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str],
-                observed: tuple | None = None, symbolic_dims: dict[str, dict[int, Sym]] | None = None
+                observed: tuple | None = None, sym: tuple[dict[str, dict[int, Sym]] | None, bool] = (None, False)
                 ) -> TraceResult:
     force: frozenset[int] = frozenset()
     while True:  # again for each data-dependent branch to cut without trying a cond (resume.Retry)
         try:
-            return _trace_pass(fn, args, kwargs, dynamic_sources, observed, force, symbolic_dims)
+            return _trace_pass(fn, args, kwargs, dynamic_sources, observed, force, sym)
         except Retry as again:
             force |= {again.ordinal}
 
 
 def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: frozenset[str],
                 observed: tuple | None, force: frozenset[int],
-                symbolic_dims: dict[str, dict[int, Sym]] | None = None) -> TraceResult:
+                sym: tuple[dict[str, dict[int, Sym]] | None, bool] = (None, False)) -> TraceResult:
     start = time.perf_counter()
     guards = GuardSet()
     tx = TraceContext(guards, run_frame, dynamic_sources)
-    tx.symbolic_dims = dict(symbolic_dims or {})
+    tx.symbolic_dims, tx.duck_outside = dict(sym[0] or {}), sym[1]
     tx.resume = ResumeState(tuple(observed or ()), enabled=observed is not None, force=force)
     pending = False
     guards.const(fn)  # K[0] is always the compiled callable

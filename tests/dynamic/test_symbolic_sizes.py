@@ -202,3 +202,40 @@ def test_any_sequence_of_sizes_matches_numpy(sizes: list[int], name: str) -> Non
                     f(x)
                 continue
             _agree(f(x), want)
+
+
+class Dense:
+    """A from-scratch layer: forward keeps its input on the object, backward reads it (issue 18's corpus style)."""
+
+    def __init__(self) -> None:
+        self.W = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+        self.b = np.zeros(3)
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W + self.b
+
+    def backward(self, dy):
+        self.dW = self.x.T @ dy
+        self.db = dy.sum(axis=0)
+        return dy @ self.W.T
+
+
+def test_a_layer_whose_stored_input_changes_size_is_one_symbolic_trace() -> None:
+    """``self.x`` (stored by forward at the batch size) takes the batch symbol in backward, guarded to equal it; a
+    call where it does not raises NumPy's error, as eager does."""
+    layer, twin = Dense(), Dense()
+    fwd, bwd = jitgraph.compile(layer.forward), jitgraph.compile(layer.backward)
+    for n in (5, 8, 3, 9, 12):
+        x = np.linspace(0.0, 1.0, n * 4).reshape(n, 4)
+        _agree(fwd(x), twin.forward(x))
+        _agree(bwd(x[:, :3] * 2), twin.backward(x[:, :3] * 2))
+        for name in ("x", "dW", "db"):
+            _agree(getattr(layer, name), getattr(twin, name))
+    for f in (fwd, bwd):
+        info = f.cache_info()
+        assert (info.entries, info.size_instances, info.size_variants) == (2, 3, 0), info
+    assert any("self.x: ndarray, shape == (s0, 4)" in g.text for g in bwd.entries[1].symbolic.result.guards.guards)
+    layer.x = np.ones((6, 4))
+    with pytest.raises(ValueError, match="mismatch"):
+        bwd(np.ones((7, 3)))
