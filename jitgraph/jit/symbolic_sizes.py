@@ -9,15 +9,22 @@ as symbols (``f32[s0,784]``, ir/symbols.py). That trace is kept as the entry's :
   a check, at two sizes or more, that nothing in the trace depended on the size where the symbols were silent.
 
 A later call that differs from the entry only in those sizes, each at least 2, with equal sizes where the trace
-gave dimensions one symbol (duck sizing), and passes the entry's guards, is then served without tracing: the symbolic graph is
-instantiated at its sizes (a copy with the symbols replaced) and lowered and compiled as a trace would be (the
-passes and the backend's code generation run, milliseconds; the fused kernels, which take their extents as
-arguments, come from the kernel cache). Such an *instance* is its own cache entry (its own key, runner and
-statistics) but no recompile and no new trace: ``cache_info().size_instances`` counts them, ``entries`` does not.
+gave dimensions one symbol (duck sizing), and passes the entry's guards, is then served without tracing: the
+symbolic graph is instantiated at its sizes (a copy with the symbols replaced) and lowered and compiled as a trace
+would be (the passes and the backend's code generation run, milliseconds; the fused kernels, which take their
+extents as arguments, come from the kernel cache). Such an *instance* is its own cache entry (its own key, runner
+and statistics) but no recompile and no new trace: ``cache_info().size_instances`` counts them, ``entries`` does
+not.
 
-Everything the trace could not do with a symbol (``x.reshape(n * 2)``, ``if x.shape[0] > 100``, ``x[:n - 1]``)
-raised and left the dimension static: the calls are then traced per size as before (size variants), so the worst
-case is what it was without symbols.
+Arguments' dimensions are the symbols. An array read from an object (``self.x``, stored by a layer's forward at the
+batch size) keeps its exact shape, unless the trace with symbols for the arguments alone fails: a second attempt
+then gives each of its dimensions that equals a symbol's size that symbol, guarded to equal it
+(``TraceContext._outside_symbols``).
+
+Everything the trace could not do with a symbol (``x.reshape(n * 2)``, ``if x.shape[0] > 100``, ``x[:n // 2]``)
+raised or produced another graph, and left the dimension static: the calls are then traced per size as before
+(size variants), so the worst case is what it was without symbols. Sizes flow into the graph as constants
+(``const(s0)``, and ``const(s0-1)`` for linear arithmetic on them, ``ir/symbols.SymExpr``).
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ from jitgraph.tracer.dynamic_ints import DynamicInt
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.int_overflow import python_int_overflow
 from jitgraph.tracer.keys import UNGUARDABLE, is_namedtuple, value_part
+from jitgraph.tracer.outside import SPECIALISED, OutsideValues
 from jitgraph.tracer.region_state import BodyBuilder, RegionState
-from jitgraph.tracer.side_effects import AppendOnlyList, SideEffects
+from jitgraph.tracer.side_effects import SideEffects
 from jitgraph.tracer.values import Buffer, TArray, ViewStep
 
 MAX_STEPS = 200_000  # instructions per trace before we give up (a loop far too long to unroll)
@@ -54,7 +55,7 @@ code object in a new symbolic frame (``frame.run_frame``). Inlining a call needs
 interpreter's handlers make calls; the context carries the entry point, so ``calls`` need not import ``frame``."""
 
 
-class TraceContext:
+class TraceContext(OutsideValues):
     """Per-trace state shared by every frame.
 
     ``run_frame`` is the interpreter that inlined calls run in (see :data:`RunFrame`). ``regions`` holds what loop
@@ -79,7 +80,7 @@ class TraceContext:
         self.copies_of: dict[int, list[Any]] = {}  # a caller's list/dict id -> the tracer's copies of it
         self.copy_origin: dict[int, list[Any]] = {}  # a copy's id -> every copy of the same caller's container
         self.may_split = True  # print/logging/np.random calls cut the graph (split.py) instead of breaking
-        self.cuts: list[Any] = []  # split.Cut, in trace order  # stores into objects the trace does not own, replayed after the graph
+        self.cuts: list[Any] = []  # split.Cut, in trace order
         self.resume: Any = None  # resume.ResumeState: observations of data-dependent cuts (None: they break)
         self.buffers: list[Buffer] = []
         self.caller_owned: set[int] = set()
@@ -326,7 +327,7 @@ class TraceContext:
             return self.new_input(value, source.name, source)
         if isinstance(value, np.ndarray):
             self.graph_break(f"array subclass {t.__name__} as an argument")
-        if t in _SPECIALISED:
+        if t in SPECIALISED:
             return value  # part of the dispatch key, by value
         if is_namedtuple(value):  # keyed element by element (keys.flatten): wrapped the same way
             return t._make([self.wrap_arg(v, source.item(i, self.guards.const)) for i, v in enumerate(value)])
@@ -374,136 +375,6 @@ class TraceContext:
         self._keep.append(wrapped)
         return wrapped
 
-    # ---- outside values (globals, cells, attributes) --------------------------------------------------------
-    def wrap_external(self, value: Any, source: Source | None) -> Any:
-        """Wrap a value read from outside the arguments, guarding on what the trace assumes about it."""
-        if source is None:
-            return self._wrap_unguarded(value)
-        cached = self._by_source.get(source.code)
-        if cached is not None or source.code in self._by_source:
-            return cached
-        wrapped = self._wrap_guarded(value, source)
-        self._by_source[source.code] = wrapped
-        return wrapped
-
-    def _wrap_unguarded(self, value: Any) -> Any:
-        if isinstance(value, np.ndarray):
-            return self.fresh(self.builder.const(value))
-        return value
-
-    def _wrap_guarded(self, value: Any, source: Source) -> Any:
-        g = self.guards
-        t = type(value)
-        if t is np.ndarray:
-            dims = self._outside_symbols(value) if self.duck_outside and self.symbol_codes else None
-            if dims:
-                g.symbolic_array(source, value, {axis: (self.symbol_codes[s.name][1], s.name) for axis, s in dims.items()})
-                self.symbolic_dims[source.name] = dims
-            else:
-                g.array(source, value)
-            g.extra_input(source)
-            return self.new_input(value, source.name, source)
-        if (t is int or t is float) and source.code in self.dynamic_sources and abs(value) < DYNAMIC_LIMIT:
-            return self._dynamic_scalar(value, source)
-        if t is list and source.code in self.dynamic_sources:  # only appended to (side_effects.py)
-            g.type_is(source, value)
-            proxy = AppendOnlyList()
-            self.note_external(proxy, source)
-            self._keep.append(proxy)
-            return proxy
-        if t in _SPECIALISED or t is float or isinstance(value, np.generic | np.dtype):
-            g.equal(source, value)
-            return value
-        if is_device_array(value) and not isinstance(value, type):
-            g.device_array(source, value)
-            g.extra_input(source)
-            return self.new_input(value, source.name, source)
-        if isinstance(value, np.ndarray):
-            self.graph_break(f"{source.name} is an ndarray subclass ({t.__name__}), which is not traced")
-        if t is tuple or t is list or t is dict:
-            g.structure(source, value)
-            if t is dict:
-                result: Any = {k: self.wrap_external(v, source.item(k, self.guards.const)) for k, v in value.items()}
-            else:
-                result = [self.wrap_external(v, source.item(i, self.guards.const)) for i, v in enumerate(value)]
-            if t is tuple:
-                return tuple(result)
-            return self._mark_external(value, result, source)
-        if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type | np.ufunc):
-            g.identity(source, value)
-            self._keep.append(value)
-            return value
-        if is_namedtuple(value):
-            g.structure(source, value)
-            return t._make([self.wrap_external(v, source.item(i, self.guards.const)) for i, v in enumerate(value)])
-        part = self._by_value(value, source)
-        if type(part) is tuple:  # used by value (a slice, a set, an IntEnum): guarded on its exact contents
-            g.keyed(source, value, value_part, part)
-        else:
-            g.type_is(source, value)
-        self.note_external(value, source)
-        self._keep.append(value)
-        return value
-
-    def _outside_symbols(self, value: np.ndarray) -> dict[int, Sym]:
-        """Duck sizing for an array read from outside (``self.x`` stored by a forward pass): each dimension whose
-        size is a symbol's size at this call takes the symbol (C- or F-ordered arrays only: their strides follow
-        their shape). A coincidence is harmless: the guard ties the dimension to the symbol, and the symbolic trace
-        is checked against the traces at other sizes before it is kept."""
-        if not (value.flags.c_contiguous or value.flags.f_contiguous):
-            return {}
-        by_size = {sym.hint: sym for sym, _ in self.symbol_codes.values()}
-        return {axis: by_size[d] for axis, d in enumerate(value.shape) if d >= 2 and d in by_size}
-
-    def _dynamic_scalar(self, value: float, source: Source) -> TArray:
-        """An outside int or float the trace reads as a graph input (guarded by type and range, not value)."""
-        t = type(value)
-        bound = "" if t is float else f" and -{DYNAMIC_LIMIT} < {source.code} < {DYNAMIC_LIMIT}"
-        self.guards.add(f"type({source.code}) is {t.__name__}{bound}",
-                        f"type({source.name}) is {t.__name__} (a runtime value{bound and ', |value| < 2**31'})")
-        self.guards.extra_input(source)
-        wrapped = self.new_input(value, source.name)
-        self.py_inputs[id(wrapped)] = (wrapped, value, source)
-        return wrapped
-
-    def read_scalar_at(self, code: str) -> Any:
-        """The specialised int/float the trace read from the outside location ``code`` (None if it read none)."""
-        value = self._by_source.get(code)
-        return value if type(value) is int or type(value) is float else None
-
-    def attribute_unchanged(self, obj: Any, name: str, value: Any) -> bool:
-        """Does ``obj.name = value`` store back exactly what the trace read from ``obj.name``?"""
-        source = self.source_of(obj)
-        if source is None:
-            return False
-        return self.stored_back(source.attr(name).code, value)
-
-    def stored_back(self, code: str, value: Any) -> bool:
-        """Is ``value`` exactly what the trace read from the outside location ``code``?"""
-        return code in self._by_source and self._by_source[code] is value
-
-    def wrapped_outside_values(self) -> list[Any]:
-        """Every value wrapped from a global, cell or attribute so far (what a region body could write through)."""
-        return list(self._by_source.values())
-
-    def source_of(self, value: Any) -> Source | None:
-        entry = self.external.get(id(value))
-        return entry[1] if entry is not None and entry[0] is value else None
-
-    def py_input(self, value: Any) -> tuple[Any, Source] | None:
-        """(value at trace time, source) of a Python-float argument used as it came in; None for anything else."""
-        entry = self.py_inputs.get(id(value))
-        return entry[1:] if entry is not None and entry[0] is value else None
-
-    def const_source(self, value: Any) -> Source:
-        """A source for an object we hold ourselves (a function's closure, say): ``K[i]`` in guard code."""
-        self._keep.append(value)
-        code = self.guards.const(value)
-        return Source(code, getattr(value, "__qualname__", type(value).__name__))
-
-
-_SPECIALISED = (int, bool, str, bytes, complex, type(None))
-DYNAMIC_LIMIT = 2**31  # a runtime int's range: int64 arithmetic on it stays exact for the usual counters
 
 
 def numpy_c_order(node: Node, depth: int = 8) -> bool:
