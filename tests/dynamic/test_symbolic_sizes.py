@@ -48,6 +48,11 @@ def reshape(x):
     return x.reshape(n, 2, 2).sum(axis=2), x.reshape(-1, 4)[::-1].copy(), x.reshape(n * 2, -1)
 
 
+def reshape_symbolic(x):
+    n = x.shape[0]
+    return x.reshape(n, 2, 2).sum(axis=2), x.reshape(-1, 4)[::-1].copy(), x.reshape(x.shape[0], -1).T @ x
+
+
 def creation(x):
     out = np.zeros((x.shape[0], 3), x.dtype)
     out[:, 0] = x[:, 0]
@@ -75,7 +80,8 @@ def branch_on_size(x):
     return x * 2.0 if x.shape[0] > 4 else x
 
 
-SYMBOLIC = [broadcasting, slicing, reductions, matmul, concatenation, creation, loop_region, size_arithmetic]
+SYMBOLIC = [broadcasting, slicing, reductions, matmul, concatenation, reshape_symbolic, creation, loop_region,
+            size_arithmetic]
 STATIC = [reshape, branch_on_size, floor_of_size]  # n * 2 as a shape, the branch, n // 2: traced per size
 
 

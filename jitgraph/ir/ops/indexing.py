@@ -96,9 +96,9 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
                 adv_positions.append(pos)
                 out.append("adv")
         elif isinstance(entry, slice) and type(size) is Sym:
-            if entry.start is not None or entry.stop is not None or entry.step not in (None, 1):
+            if entry.start is not None or entry.stop is not None or entry.step not in (None, 1, -1):
                 raise SymbolicSizeError(f"the length of {entry} of a dimension of size {size} depends on the size")
-            out.append(size)  # ``x[:, j]``: all of a symbolic dimension
+            out.append(size)  # ``x[:, j]``, ``x[::-1]``: all of a symbolic dimension
         elif isinstance(entry, slice):
             try:
                 out.append(len(range(*entry.indices(size))))
