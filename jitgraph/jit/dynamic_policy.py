@@ -43,6 +43,7 @@ from jitgraph.tracer.trace import parameter_names, trace
 log_recompiles = logging.getLogger("jitgraph.recompiles")
 
 MAX_VARIANTS = 32  # size variants per function (each holds a traced graph; the kernels are shared)
+MAX_SYMBOLIC_FAILURES = 3  # symbolic traces tried and refused per function before it stops trying (each costs a trace)
 
 
 class SizePlan(NamedTuple):
@@ -72,6 +73,7 @@ class DynamicPolicy:
         self._dims: set[str] = set()
         self._static_dims: set[str] = set()
         self._instances = 0  # instances of symbolic entries published (symbolic_sizes.py)
+        self._symbolic_failures = 0  # symbolic traces refused (after MAX_SYMBOLIC_FAILURES, no more are tried)
 
     # ---- dimensions ------------------------------------------------------------------------------------------
     def _size_plan(self, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> SizePlan | None:
@@ -143,14 +145,16 @@ class DynamicPolicy:
 
     def _symbolize(self, entry: Entry, plan: SizePlan | None, facts: dict[str, Any], args: tuple,
                    kwargs: dict[str, Any], reason: str | None) -> str | None:
-        """After a new traced graph entry: trace the call again with its dynamic dimensions as symbols -- those
-        already dynamic, and those in which this call differs from an earlier entry in size only (also where the
-        graphs differ in more than sizes: a size in an attribute, ``np.zeros((n, 3))``) -- so that later sizes are
-        instances of it (``entry.symbolic``). Where that trace fails nothing changes. Returns the recompile reason,
-        naming dimensions that became dynamic here."""
-        if not self.symbolic_sizes or entry.mode != "graph" or entry.variant or entry.instance_of is not None or \
-                entry.device or entry.traced.split is not None or entry.traced.resumable or \
-                self._instances >= MAX_INSTANCES:
+        """After a new traced graph entry (a recompile, or a size variant no symbolic entry served: another pattern of
+        equal sizes, ``q`` and ``k`` of different lengths after equal ones): trace the call again with its dynamic
+        dimensions as symbols -- those already dynamic, and those in which this call differs from an earlier entry in
+        size only (also where the graphs differ in more than sizes: a size in an attribute, ``np.zeros((n, 3))``) --
+        so that later sizes are instances of it (``entry.symbolic``). Where that trace fails nothing changes (after
+        :data:`MAX_SYMBOLIC_FAILURES` failures the function stops trying). Returns the recompile reason, naming
+        dimensions that became dynamic here."""
+        if not self.symbolic_sizes or entry.mode != "graph" or entry.instance_of is not None or entry.device or \
+                entry.traced.split is not None or entry.traced.resumable or self._instances >= MAX_INSTANCES or \
+                self._symbolic_failures >= MAX_SYMBOLIC_FAILURES:
             return reason
         labels = set(self._dims)
         if plan is not None and self.dynamic is not False:
@@ -164,6 +168,7 @@ class DynamicPolicy:
                                                   if e.mode == "graph" and e.instance_of is None]
         form = trace_symbolic(self._fn, args, kwargs, facts, dims, checks)
         if form is None:
+            self._symbolic_failures += 1
             return reason
         entry.symbolic = form
         log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,

@@ -245,3 +245,22 @@ def test_a_layer_whose_stored_input_changes_size_is_one_symbolic_trace() -> None
     layer.x = np.ones((6, 4))
     with pytest.raises(ValueError, match="mismatch"):
         bwd(np.ones((7, 3)))
+
+
+def cross_attention(q, k, v):
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v
+
+
+def test_another_pattern_of_equal_sizes_gets_its_own_symbolic_trace() -> None:
+    """Query and key lengths equal at first (one symbol, duck sizing), then different: the first call with
+    different lengths is traced (a variant) and traced again with two symbols; later lengths are instances."""
+    f = jitgraph.compile(cross_attention)
+    rng = np.random.default_rng(3)
+    for nq, nk in ((4, 4), (6, 6), (8, 8), (5, 9), (7, 3), (10, 12), (11, 11)):
+        q = rng.standard_normal((nq, 8)).astype(np.float32)
+        k, v = (rng.standard_normal((nk, 8)).astype(np.float32) for _ in range(2))
+        _agree(f(q, k, v), cross_attention(q, k, v))
+    info = f.cache_info()
+    assert (info.entries, info.size_variants, info.size_instances) == (3, 1, 4), info
