@@ -135,8 +135,8 @@ class DynamicPolicy:
             if sizes is None or form.check(args, kwargs) is None:
                 continue
             traced = self._trace(args, kwargs, form.instance(sizes))
-            if traced.brk is not None:  # arguments that overlap in memory, say: the ordinary path decides
-                continue
+            if traced.brk is not None or traced.alias != form.alias:
+                continue  # another aliasing of the arguments (``f(q, q, q)`` traced, ``f(q, k, v)`` now): a trace
             entry = self._compile(traced)
             entry.instance_of = like
             self._instances += 1
@@ -165,11 +165,13 @@ class DynamicPolicy:
         if not dims:
             return reason
         checks = [(entry.traced_graph, facts)] + [(e.traced_graph, e.facts) for e, _ in (plan.likes if plan else ())
-                                                  if e.mode == "graph" and e.instance_of is None]
+                                                  if e.mode == "graph" and e.instance_of is None and
+                                                  e.traced.alias == entry.traced.alias]
         form = trace_symbolic(self._fn, args, kwargs, facts, dims, checks)
         if form is None:
             self._symbolic_failures += 1
             return reason
+        form.alias = entry.traced.alias  # the graph holds for this aliasing of the arguments only
         entry.symbolic = form
         log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,
                             form.describe())

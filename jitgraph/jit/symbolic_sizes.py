@@ -68,6 +68,7 @@ class SymbolicForm:
 
     def __post_init__(self) -> None:
         self.check = self.result.guards.compile()  # the guards of the symbolic trace (never on sizes)
+        self.alias: tuple | None = None  # the traced call's aliasing of its arrays: an instance needs the same
 
     @property
     def graph(self) -> Graph:

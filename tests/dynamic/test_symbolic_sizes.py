@@ -264,3 +264,18 @@ def test_another_pattern_of_equal_sizes_gets_its_own_symbolic_trace() -> None:
         _agree(f(q, k, v), cross_attention(q, k, v))
     info = f.cache_info()
     assert (info.entries, info.size_variants, info.size_instances) == (3, 1, 4), info
+
+
+def test_an_instance_needs_the_aliasing_the_symbolic_trace_saw() -> None:
+    """Traced with one array passed three times (one graph input), then called with three arrays: a new trace, never
+    an instance of the aliased graph (which would read q for k and v)."""
+    f = jitgraph.compile(cross_attention)
+    rng = np.random.default_rng(4)
+    for n in (4, 6, 8):
+        q = rng.standard_normal((n, 8)).astype(np.float32)
+        _agree(f(q, q, q), cross_attention(q, q, q))
+    for n in (8, 9, 10):
+        q, k, v = (rng.standard_normal((n, 8)).astype(np.float32) for _ in range(3))
+        _agree(f(q, k, v), cross_attention(q, k, v))
+    info = f.cache_info()  # 8 with (q, q, q) an instance; (q, k, v) at 8 traced (with symbols), 9 and 10 instances
+    assert (info.entries, info.size_instances) == (3, 3), info
