@@ -115,23 +115,34 @@ def start(owner: Any, entry: Entry, index: int) -> None:
     code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
     probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
     if entry.fast:
-        fn = owner.fn
-
-        def eagerly(E: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
-                    user_kwargs: dict[str, Any]) -> Any:
-            return fn(*user_args, **user_kwargs)
-
-        probe.fast_run = _runner(entry, owner.name, index, True, eagerly)
-        probe.eager_run = _runner(entry, owner.name, index, False, eagerly)
+        eager = _Demoted(owner.fn)
+        probe.fast_run = _runner(entry, owner.name, index, "graph", eager.run_slow)
+        probe.eager_run = _runner(entry, owner.name, index, "eager", eager.run_slow)
     entry.probe = probe
     entry.fast = False
 
 
-def _runner(entry: Entry, name: str, index: int, fast: bool, slow: Callable[..., Any]) -> Any:
-    """A dispatch runner over a copy of ``entry`` that is ``fast`` or not (ending in ``slow``): the entry's checks,
-    then the path timed. None where the entry has no runner (the generic path: both sides pay the same lookup)."""
+class _Demoted:
+    """What a demoted entry's call ends in (``CompiledFunction._run_slow`` for an eager entry, the same steps), with
+    a counter of its own: a probe's eager runs are no fallbacks."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self._fn, self._fallbacks = fn, itertools.count()
+
+    def run_slow(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                 user_kwargs: dict[str, Any]) -> Any:
+        if entry.mode != "graph":
+            next(self._fallbacks)
+            return self._fn(*user_args, **user_kwargs)
+        raise AssertionError("the graph twin is fast: it never ends here")
+
+
+def _runner(entry: Entry, name: str, index: int, mode: str, slow: Callable[..., Any]) -> Any:
+    """A dispatch runner over a copy of ``entry`` as it runs in ``mode``: "graph" (the fast path) or "eager" (as a
+    demoted entry, ending in ``slow``); the entry's checks, then the path timed. None where the entry has no runner
+    (the generic path: both sides pay the same lookup)."""
     twin = copy.copy(entry)
-    twin.fast, twin.probe = fast, None
+    twin.mode, twin.fast, twin.probe = mode, mode == "graph", None
     runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
     return runner
 
