@@ -179,23 +179,31 @@ class Writer:
 
     def aliasing(self, entry: Entry, exact: bool) -> None:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
-        memory; ``alias_pattern`` itself where that pass cannot decide, or for ``exact`` patterns."""
-        if exact:
-            self.lines.append(f"    if alias_pattern([{', '.join(self.leaves)}]) != {self.const(entry.alias)}:"
-                              "  # aliasing as traced")
-            self.lines.append(f"        {self.miss}")
+        memory, or whose pattern is some arrays passed more than once (``x`` as ``CACHE['last']``: checked by
+        identity, then one array of each kind by owner); ``alias_pattern`` itself where that pass cannot decide,
+        or for patterns with overlapping views."""
+        pairs = _same_pairs(entry.alias) if exact else []
+        check = f"alias_pattern([{', '.join(self.leaves)}])" + (f" != {self.const(entry.alias)}" if exact else
+                                                                 " is not None")
+        if pairs is None:
+            self.fail_if(check, "aliasing as traced")
             return
-        arrays, extras = self.arrays, self.extras
-        if len(arrays) + len(extras) < 2:
+        if pairs:
+            self.fail_if(" or ".join(f"{self.leaves[i]} is not {self.leaves[j]}" for i, j in pairs),
+                         "not the same arrays as traced")
+        dropped = {self.leaves[j] for _, j in pairs}  # the same array as an earlier leaf: its owner is that one's
+        arrays = [a for a in self.arrays if a not in dropped]
+        extras = [x for x in self.extras if x not in dropped]
+        if len(arrays) + len(extras) < (1 if pairs else 2):
             return
         pad = "    "
         if not extras:  # first, the usual call: distinct arrays that own their memory
             if len(arrays) <= _PAIRWISE_MAX:
-                same = " or ".join(f"{p} is {q}" for p, q in itertools.combinations(arrays, 2))
+                same = [f"{p} is {q}" for p, q in itertools.combinations(arrays, 2)]
             else:
-                same = f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"
-            owning = " and ".join(f"{a}.base is None" for a in arrays)
-            self.lines.append(f"    if not ({owning}) or {same}:  # not all distinct arrays owning their memory")
+                same = [f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"]
+            owning = f"not ({' and '.join(f'{a}.base is None' for a in arrays)})"
+            self.lines.append(f"    if {' or '.join([owning, *same])}:  # not all distinct arrays owning their memory")
             pad = "        "
         owners = []
         for k, a in enumerate(arrays):  # the owner of each array's memory; 0 where it comes through another object
@@ -210,9 +218,28 @@ class Writer:
                               f"or type({x}) is int or isinstance({x}, generic) else 0")
             owners.append(f"o{k}")
         if len(owners) <= _PAIRWISE_MAX:
-            same = " or ".join(f"{p} == {q}" for p, q in itertools.combinations(owners, 2))
+            same = [f"{p} == {q}" for p, q in itertools.combinations(owners, 2)]
         else:
-            same = f"len({{{', '.join(owners)}}}) != {len(owners)}"
-        self.lines.append(f"{pad}if not ({' and '.join(owners)}) or {same}:  # shared or unknown: the exact check")
-        self.lines.append(f"{pad}    if alias_pattern([{', '.join(self.leaves)}]) is not None:")
+            same = [f"len({{{', '.join(owners)}}}) != {len(owners)}"]
+        unknown = f"not ({' and '.join(owners)})"
+        self.lines.append(f"{pad}if {' or '.join([unknown, *same])}:  # shared or unknown: the exact check")
+        self.lines.append(f"{pad}    if {check}:")
         self.lines.append(f"{pad}        {self.miss}")
+
+
+def _same_pairs(pattern: tuple | None) -> list[tuple[int, int]] | None:
+    """An aliasing pattern of arrays passed more than once and nothing else (``alias_pattern`` lists every pair of
+    one array's leaves as "same"), as the pairs (first leaf of the array, a later one); [] for no aliasing, None for
+    a pattern with overlapping views (only ``alias_pattern`` decides those)."""
+    if pattern is None:
+        return []
+    if any(kind != "same" for kind, _, _ in pattern):
+        return None
+    first: dict[int, int] = {}
+    for _, i, j in sorted(pattern, key=lambda p: (p[1], p[2])):
+        first.setdefault(j, first.get(i, i))
+    members: dict[int, list[int]] = {}
+    for j, i in first.items():
+        members.setdefault(i, [i]).append(j)
+    expected = {("same", p, q) for group in members.values() for p, q in itertools.combinations(sorted(group), 2)}
+    return sorted((i, j) for j, i in first.items()) if expected == set(pattern) else None

@@ -345,3 +345,32 @@ def test_entries_of_one_key_share_a_group_call() -> None:
     assert generic[0] == 2
     check(np.ones(4, np.float32), np.ones(4, np.float32))  # now past the group, entry 4's runner
     assert generic[0] == 2 and f.cache_info().entries == 4
+
+
+def add_attribute(layer: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return x + layer.W * y
+
+
+def _aliased(kind: str, x: np.ndarray) -> np.ndarray:
+    return {
+        "x": lambda: x,
+        "copy": lambda: x.copy(),
+        "view": lambda: x[:],
+        "strided": lambda: np.lib.stride_tricks.as_strided(x, x.shape, x.strides),
+        "reversed": lambda: x[::-1],
+    }[kind]()
+
+
+@given(st.lists(st.tuples(st.sampled_from(["x", "copy", "view", "strided", "reversed"]),
+                          st.sampled_from(["x", "copy", "W"]), st.sampled_from([0, 3])), min_size=2, max_size=6))
+def test_arrays_passed_twice_pick_the_entry_the_generic_path_finds(calls: list[tuple[str, str, int]]) -> None:
+    """Entries traced with an argument that is also an attribute (``layer.W is x``): the runner checks identity,
+    then owners, and asks ``alias_pattern`` where those cannot decide (views, foreign memory, empty arrays)."""
+    f = jitgraph.compile(add_attribute, backend="eager", cache_limit=64)
+    for w_kind, y_kind, n in calls:
+        x = np.arange(float(n))
+        layer = Layer(_aliased(w_kind, x))
+        y = {"x": x, "copy": x.copy(), "W": layer.W}[y_kind]
+        args = (layer, x, y)
+        runner_pick_matches_generic(f, args)
+        np.testing.assert_array_equal(f(*args), add_attribute(layer, x, y))
