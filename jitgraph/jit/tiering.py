@@ -7,16 +7,18 @@ honest answer is to time both on the calls the user makes and keep the faster.
 
 How: when a graph entry is published (``CompiledFunction._publish``, after its first run, where kernels compile)
 it gets a :class:`Probe` and ``fast=False``, so every call of it goes to ``CompiledFunction._run_slow``, which
-hands it to the probe. The probe alternates, call by call, between the compiled graph and the plain function,
-timing each with ``perf_counter``. What is timed is what a call would cost either way: for an entry whose graph
+hands it to the probe. The probe alternates between the compiled graph and the plain function in blocks of
+:data:`BLOCK` calls, timing each call with ``perf_counter`` but the first :data:`DISCARD` of a block: those pay for
+the switch (worker threads the other side left spinning -- OpenBLAS's after a matrix product -- compete with the
+next parallel kernel for milliseconds; caches hold the other side's data), which a program calling one of them
+again and again does not pay; alternating call by call charged it to every sample. What is timed is what a call would cost either way: for an entry whose graph
 runs on the fast path (``on_raise`` FAST), two runners of its own (dispatch.build_runner over copies of the entry):
 one that runs the fast path as published (the inline driver call, a BLAS program that checks its own arrays), one
 that ends as a demoted entry does, in a call of the function; both make the entry's checks. Timing the slow
 path's ``compiled(leaves)`` instead made a BLAS program look microseconds slower than it is, and left out what a
 demoted call still pays, so graphs that tie with NumPy were demoted into running slower. An entry that is never
 fast (it mutates arguments and may raise: effects.py) runs the slow path either way, with its ``on_raise`` care,
-so that and the function are timed. The first pair warms up (caches, reused output buffers) and is not counted; after
-:data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
+so that and the function are timed. After :data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
 times) when eager wins by :data:`MARGIN` on the median, on the minimum and in most sample pairs
 (:func:`eager_wins`: a graph that wins is not tiered down by a busy machine; where only the medians say so, the
 probe goes on up to :data:`MAX_RUNS` runs each before it keeps the graph), else ``fast`` goes back
@@ -25,7 +27,7 @@ to what ``on_raise`` allows. A clear outcome after :data:`EARLY_RUNS` runs each 
 pays for few eager runs. The decision is per entry: entries are per argument sizes and layouts, so a later, larger
 call gets its own entry and is measured on its own.
 
-Not measured (``probe_for`` says why): tier-down switched off (``tier_down=False``, or ``JITGRAPH_TIER_DOWN=0`` when
+Not measured (``why_not`` says why): tier-down switched off (``tier_down=False``, or ``JITGRAPH_TIER_DOWN=0`` when
 the option is not given); ``fullgraph=True`` (the user asked for the graph, never eager NumPy); device arrays (NumPy
 cannot run on them); a backend other than ``cpu`` (``cuda`` with host arrays is the user's explicit choice of the
 GPU, and ``eager`` is the graph interpreter, asked for to debug graphs); graphs resumed after data-dependent
@@ -58,14 +60,15 @@ from jitgraph.jit.resume import ResumableArtifact
 
 log_perf = logging.getLogger("jitgraph.perf")
 
-PROBE_RUNS = 8  # timed runs of each side before the decision
-WARM_PAIRS = 1  # leading pairs (compiled, eager) not counted: caches, first reuse of output buffers
-EARLY_RUNS = 3  # timed runs of each side after which a clear outcome is taken at once
+BLOCK = 5  # calls of one side before the probe switches to the other
+DISCARD = 2  # leading calls of a block not timed: the switch's cost (module docstring)
+PROBE_RUNS = 3 * (BLOCK - DISCARD)  # timed runs of each side before the decision
+EARLY_RUNS = BLOCK - DISCARD  # timed runs of each side (a block each) after which a clear outcome is taken at once
 EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
 MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median, minimum, ...)
 CONSISTENT = 0.7  # ... and in this share of the (eager, compiled) sample pairs
 MAX_RUNS = 2 * PROBE_RUNS  # where the medians say eager but the pairs are not clear: measured up to this, then kept
-PROBE_CALLS = 2 * (WARM_PAIRS + MAX_RUNS)  # calls after the first run until every entry is decided
+PROBE_CALLS = 2 * BLOCK * -(-MAX_RUNS // (BLOCK - DISCARD))  # calls after the first run until every entry is decided
 
 
 def eager_wins(compiled: list[float], eager: list[float]) -> bool:
@@ -162,13 +165,14 @@ class Probe:
     def run(self, entry: Entry, graph: Callable[[], Any], eager: Callable[[], Any], user_args: tuple,
             user_kwargs: dict[str, Any]) -> Any:
         """One call of ``entry`` while it is measured: ``graph()`` runs the compiled graph (the slow path with its
-        effects care), ``eager()`` the user's function; alternately, each timed (through the runners, where the
+        effects care), ``eager()`` the user's function; in alternate blocks, timed (through the runners, where the
         entry is on the fast path)."""
         k = next(self.calls)
         if k >= PROBE_CALLS:  # samples lost to raising calls or racing threads: decide on those there are
             self._maybe_decide(entry, final=True)
             return graph()
-        use_eager = k % 2 == 1
+        block, position = divmod(k, BLOCK)
+        use_eager = block % 2 == 1
         runner = self.eager_run if use_eager else self.fast_run
         t = time.perf_counter()
         if runner is not None:
@@ -178,7 +182,7 @@ class Probe:
         elapsed = time.perf_counter() - t
         if result is MISS:  # a guard read a global another thread changed meanwhile: not timed
             return eager() if use_eager else graph()
-        if k >= 2 * WARM_PAIRS and entry.mode == "graph":
+        if position >= DISCARD and entry.mode == "graph":
             (self.eager if use_eager else self.compiled).append(elapsed)
             self._maybe_decide(entry)
         return result

@@ -93,17 +93,22 @@ def test_probe_decides_on_median_and_minimum_with_a_margin():
         probe._maybe_decide(entry)
         return entry.mode, entry.measured
 
-    n = tiering.PROBE_RUNS
+    n, most, early = tiering.PROBE_RUNS, tiering.MAX_RUNS, tiering.EARLY_RUNS
     assert decide([10e-6] * (n - 1) + [1e-3], [12e-6] * n)[0] == "graph"  # one preempted compiled run
     assert decide([10e-6] * n, [9.9e-6] * n)[0] == "graph"  # inside the margin
     assert decide([10e-6] * n, [5e-6] * (n - 1) + [20e-6])[0] == "eager"
-    assert decide([10e-6] * n, [5e-6] * (n - 2) + [20e-6] * 2)[0] == "eager"  # 3/4 of the pairs agree
-    assert decide([10e-6] * n, [5e-6] * (n - 3) + [20e-6] * 3)[0] == "graph"  # 3/8 of the pairs disagree
-    stalls = [4e-3, 8e-3, 12e-3, 16e-3]  # every run waits for the scheduler: medians and minimums fall by chance
-    assert decide(stalls[1:] + stalls[2:] + [16e-3], stalls + stalls)[0] == "graph"
-    assert decide([10e-6] * 3, [30e-6] * 3)[0] == "graph"  # clear after EARLY_RUNS: the large call's case
-    assert decide([30e-6] * 3, [10e-6] * 3)[0] == "eager"
-    assert decide([10e-6] * 3, [15e-6] * 3) == ("graph", None)  # not clear yet: undecided
+    assert decide([10e-6] * n, [5e-6] * (n - 2) + [20e-6] * 2)[0] == "eager"  # 7/9 of the pairs agree
+    # 2/3 of the pairs: the medians say eager, the pairs not yet: more samples, then the graph is kept
+    assert decide([10e-6] * n, [5e-6] * (n - 3) + [20e-6] * 3) == ("graph", None)
+    mode, measured = decide([10e-6] * most, [5e-6] * (most - 6) + [20e-6] * 6)
+    assert mode == "graph" and measured.endswith("runs compiled")
+    # Every run waits for the scheduler (milliseconds where the work is microseconds): medians and minimums fall
+    # on eager's side by chance, the pairs come out near even.
+    stalls_c, stalls_e = [8e-3, 12e-3, 16e-3] * (most // 3), ([4e-3, 8e-3, 12e-3, 16e-3] * most)[:most]
+    assert decide(stalls_c, stalls_e)[0] == "graph"
+    assert decide([10e-6] * early, [30e-6] * early)[0] == "graph"  # clear after a block each: the large call's case
+    assert decide([30e-6] * early, [10e-6] * early)[0] == "eager"
+    assert decide([10e-6] * early, [15e-6] * early) == ("graph", None)  # not clear yet: undecided
 
 
 def scatter_and_sum(x, idx, v):
