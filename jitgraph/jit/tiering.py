@@ -22,9 +22,10 @@ so that and the function are timed. After :data:`PROBE_RUNS` timed runs of each 
 times) when eager wins by :data:`MARGIN` on the median, on the minimum and in most sample pairs
 (:func:`eager_wins`: a graph that wins is not tiered down by a busy machine; where only the medians say so, the
 probe goes on up to :data:`MAX_RUNS` runs each before it keeps the graph), else ``fast`` goes back
-to what ``on_raise`` allows. A clear outcome after :data:`EARLY_RUNS` runs each (one side at least
-:data:`EARLY_FACTOR` times the other, every sample) is taken at once, so a large call whose graph is much faster
-pays for few eager runs. The decision is per entry: entries are per argument sizes and layouts, so a later, larger
+to what ``on_raise`` allows. A graph clearly faster after :data:`EARLY_RUNS` runs each (a block; every sample
+:data:`EARLY_FACTOR` times faster) is kept at once, so a large call whose graph is much faster pays for few eager
+runs; a demotion always waits for :data:`PROBE_RUNS` (one block can fall in a stall of a loaded machine: a block of
+matrix products that each waited 12 ms for OpenBLAS's threads once demoted a 40 us product). The decision is per entry: entries are per argument sizes and layouts, so a later, larger
 call gets its own entry and is measured on its own.
 
 Not measured (``why_not`` says why): tier-down switched off (``tier_down=False``, or ``JITGRAPH_TIER_DOWN=0`` when
@@ -63,7 +64,7 @@ log_perf = logging.getLogger("jitgraph.perf")
 BLOCK = 5  # calls of one side before the probe switches to the other
 DISCARD = 2  # leading calls of a block not timed: the switch's cost (module docstring)
 PROBE_RUNS = 3 * (BLOCK - DISCARD)  # timed runs of each side before the decision
-EARLY_RUNS = BLOCK - DISCARD  # timed runs of each side (a block each) after which a clear outcome is taken at once
+EARLY_RUNS = BLOCK - DISCARD  # timed runs of each side (a block each) after which a clear win of the graph is kept
 EARLY_FACTOR = 2.0  # "clear": every sample of one side at least this many times every sample of the other
 MARGIN = 0.95  # demote only where eager takes less than MARGIN x the compiled time (median, minimum, ...)
 CONSISTENT = 0.7  # ... and in this share of the (eager, compiled) sample pairs
@@ -195,9 +196,7 @@ class Probe:
             if not demote and n < MAX_RUNS and not final and _medians_say_eager(c, e):
                 return  # not clear on a busy machine: more samples
         elif n >= EARLY_RUNS and max(c) * EARLY_FACTOR <= min(e):
-            demote = False
-        elif n >= EARLY_RUNS and max(e) * EARLY_FACTOR <= min(c):
-            demote = True
+            demote = False  # (never demoted this early: one block each can be one stall of the machine's)
         elif final:
             demote = False  # no sample of one side at all: the graph, as without measuring
         else:
