@@ -4,6 +4,8 @@ cases that keep NumPy's routine."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -62,13 +64,50 @@ def test_non_contiguous_and_empty_data():
 @pytest.mark.parametrize("dtype, bins, bounds, weighted", [
     (np.float32, 4, (0.0, 1.0), False),  # NumPy computes float32 data partly in float32
     (np.int64, 4, (0, 10), False),  # not exact as float64
-    (np.float64, 4, None, False),  # the range follows the data
     (np.float64, None, None, False),  # fixed edges
     (np.float64, 4, (0.0, 1.0), True),  # weights
     (np.float64, 4, (0, 2 ** 60), False),  # a bound float64 cannot hold exactly
 ])
 def test_other_histograms_keep_numpys_routine(dtype, bins, bounds, weighted):
     assert uniform_histogram(_node(dtype, bins, bounds, weighted=weighted), use_cache=True) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int16])
+@pytest.mark.parametrize("density", [False, True])
+def test_a_range_from_the_data_is_numpys(dtype, density):
+    plan = uniform_histogram(_node(dtype, 7, None, density), use_cache=True)
+    rng = np.random.default_rng(5)
+    cases = [rng.standard_normal(50) * 40, np.full(6, 3.0), np.array([-2.0, 5.0]), np.zeros(0), np.arange(-9, 30)]
+    for data in cases:
+        data = data.astype(dtype)
+        with np.errstate(invalid="ignore"):  # the density of no data is 0 / 0, for NumPy too
+            got, want = plan(data), np.histogram(data, 7, density=density)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_range_from_data_that_is_not_finite_raises_numpys_error(bad):
+    plan = uniform_histogram(_node(np.float64, 5, None), use_cache=True)
+    data = np.array([0.0, 1.0, bad])
+    with pytest.raises(ValueError) as want:
+        np.histogram(data, 5)
+    with pytest.raises(ValueError, match=re.escape(str(want.value))):
+        plan(data)
+
+
+def _entropy(x, bins=10):
+    hist, _ = np.histogram(x, bins=bins)
+    p = hist / hist.sum()
+    return -np.sum(p * np.log(p + 1e-12))
+
+
+def test_compiled_entropy_of_a_data_range_histogram_matches_eager():
+    x = np.random.default_rng(2).standard_normal(40)
+    compiled = jitgraph.compile(_entropy)
+    assert compiled(x) == _entropy(x)
+    assert "counted in one pass" in str(compiled.explain())
 
 
 def _equalize(img, nbins=16):
