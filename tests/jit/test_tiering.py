@@ -14,6 +14,7 @@ import pytest
 import jitgraph
 from jitgraph.jit import tiering
 from jitgraph.jit.effects import SNAPSHOT
+from tests.realworld import corpus, corpus_numeric, harness
 
 
 def sum_squares(x):
@@ -209,3 +210,16 @@ def test_threads_during_the_probe_decide_once(monkeypatch):
     for t in threads:
         t.join()
     assert not errors and len(decisions) == 1 and cf.entries[0].probe is None
+
+
+CORPUS = ("Tanh.forward", "Adam.update", "AdamDict.step", "with_random", "coo_spmv", "embedding_backward")
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_corpus_functions_stay_exact_through_the_probe_and_after(name, monkeypatch):
+    """Issue 18/19 corpus cases (tests/realworld), eager vs compiled on deep copies, every call compared (results,
+    arguments, objects, globals, identity), over the whole probe and past its decision."""
+    monkeypatch.setenv("JITGRAPH_TIER_DOWN", "1")
+    case = next(c for c in corpus.CASES + corpus_numeric.CASES if c.name == name)
+    out = harness.run_case(case, backend="cpu", calls=tiering.PROBE_CALLS + 4)
+    assert out.wrong == []
