@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.ir.symbols import Sym
 from jitgraph.tracer import resume
 from jitgraph.tracer.arrays import array_setitem
 from jitgraph.tracer.context import TraceContext
@@ -159,6 +160,9 @@ def _arange(tx: TraceContext, start: Any, stop: Any = None, step: Any = None, dt
     """NumPy's dtype for arange is the promotion of every bound (stop and step included) with at least intp:
     ``np.arange(3.)`` is float64, ``np.arange(np.int8(3))`` int64."""
     _creation_kwargs(tx, kwargs, "arange")
+    size = tx.size_symbol(start) if stop is None and step is None and dtype is None else None
+    if type(size) is Sym:  # ``np.arange(x.shape[0])`` of a symbolic size: 0, 1, ..., s0 - 1 (ir/symbols.py)
+        return tx.fresh(tx.op("arange", start=0, stop=size, step=1, dtype=np.dtype(np.intp)))
     if contains_tarray([start, stop, step]):
         tx.graph_break("np.arange with bounds computed from array data")
     bounds = [v for v in (start, stop, step) if v is not None]

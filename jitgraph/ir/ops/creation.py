@@ -9,7 +9,7 @@ import numpy as np
 
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import type_error
-from jitgraph.ir.symbols import Sym
+from jitgraph.ir.symbols import Sym, SymbolicSizeError
 from jitgraph.ir.types import TensorType
 
 
@@ -37,6 +37,10 @@ def _infer_full(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> T
 
 def _infer_arange(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     bounds = (attrs["start"], attrs["stop"], attrs["step"])
+    if type(bounds[1]) is Sym:  # ``np.arange(s0)``: the tracer makes it only as (0, s0, 1) with an int dtype
+        if bounds[0] != 0 or bounds[2] != 1:
+            raise SymbolicSizeError(f"the length of arange{bounds} depends on the size")
+        return TensorType((bounds[1],), np.dtype(attrs["dtype"]))
     try:
         if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in bounds) and bounds[2] != 0:
             length = len(range(*(int(v) for v in bounds)))  # without allocating the array

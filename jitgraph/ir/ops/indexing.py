@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.errors import UnsupportedError
+from jitgraph.errors import TypeInferenceError, UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
-from jitgraph.ir.symbols import Sym, SymbolicSizeError
+from jitgraph.ir.symbols import Sym, SymbolicSizeError, is_symbolic
 from jitgraph.ir.types import TensorType, type_of
 
 
@@ -115,8 +115,9 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
     if not advanced:
         return tuple(out)
     try:
-        bshape = tuple(np.broadcast_shapes(*adv_shapes))
-    except ValueError:
+        bshape = tuple(broadcast(adv_shapes, "index")) if any(is_symbolic(s) for s in adv_shapes) else \
+            tuple(np.broadcast_shapes(*adv_shapes))
+    except (ValueError, TypeInferenceError):
         raise _index_error("shape mismatch: indexing arrays could not be broadcast together with shapes "
                            + " ".join(str(s) for s in adv_shapes)) from None
     adjacent = adv_positions == list(range(adv_positions[0], adv_positions[0] + len(adv_positions)))
