@@ -104,7 +104,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import jitgraph
     from benchmarks import workloads
-    from benchmarks.timing import paired_timings
+    from benchmarks.timing import paired_timings, settle
 
     parser = argparse.ArgumentParser(description="torch.compile and jax.jit beside jitgraph on W1-W6")
     parser.add_argument("--only", default="", help="comma-separated workload names")
@@ -128,6 +128,7 @@ def main() -> None:
         compiled(*mine)
         cold = time.perf_counter() - start
         ours = (lambda f=compiled, a=mine: f(*a))  # the jitgraph side of each pairing
+        settle(compiled, ours)  # past the tier-down probe (jit/tiering.py): the steady state
         cells = [cell(measure(kind, name, fn, base, args.repeat, paired_timings, workloads.results_agree, ours))
                  for kind in kinds]
         print(f"| {name} {label} | {cold:.1f} | " + " | ".join(cells) + " |", flush=True)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the script ru
 
 import jitgraph
 from benchmarks import floor, workloads
-from benchmarks.timing import paired_timings
+from benchmarks.timing import paired_timings, settle
 from jitgraph.backends.cpu import cache as kernel_cache
 
 # ----------------------------------------------------------------------------- the steps, as users write them
@@ -269,6 +269,8 @@ def compare(name: str, scale: float, repeat: int = 30) -> Comparison:
     # to 15% (where their pages landed), which would be charged to static or dynamic shapes. In-place workloads
     # (W5, W6) keep updating them; their speed does not depend on the values.
     args = [x.copy() for x in base]
+    for f in (static, dynamic, again):
+        settle(f, lambda f=f: f(*args))  # past the tier-down probe (jit/tiering.py): the steady state
     (t_static, _), (t_dynamic, _) = paired_timings(lambda: static(*args), lambda: dynamic(*args), repeat)
     (n_first, _), (n_second, _) = paired_timings(lambda: static(*args), lambda: again(*args), repeat)
     info = dynamic.cache_info()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,18 @@ def timings(fn: Callable[[], object], repeat: int, budget: float = 3.0) -> tuple
         if time.perf_counter() - start > budget and len(times) >= 3:
             break
     return float(np.median(times)), float(min(times))
+
+
+def settle(compiled: Any, call: Callable[[], object], limit: int = 80) -> int:
+    """Call ``call`` until every cache entry of the jitgraph function ``compiled`` is past the measured tier-down's
+    probe (jit/tiering.py: a new entry's first calls alternate the graph and the plain function), so what is timed
+    next is the steady state a loop calling it sees, as the first call is past the compile. Returns the calls made
+    (0 when nothing was probing; a graph that clearly wins is decided within a few calls)."""
+    for k in range(limit):
+        if not any(getattr(e, "probe", None) is not None for e in getattr(compiled, "entries", ())):
+            return k
+        call()
+    return limit
 
 
 def median(fn: Callable[[], object], repeat: int, budget: float = 3.0, warmup: bool = False) -> float:

@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import competitors  # after the path is set, so the script runs from anywhere
-from benchmarks.timing import median, paired_timings, timings
+from benchmarks.timing import median, paired_timings, settle, timings
 
 
 # --- the workloads, written the way users write them ------------------------------------------------------------
@@ -178,6 +178,7 @@ def run_one(name: str, scale: float, repeat: int) -> dict:
     # In-place workloads change their inputs each call; that is fine for timing.
     ea = [x.copy() for x in base]
     ca = [x.copy() for x in base]
+    settle(compiled, lambda: compiled(*ca))  # past the tier-down probe: the steady state
     # Alternating blocks of eager and compiled calls (paired_timings): both see the machine in the same state.
     (eager_t, eager_best), (comp_t, comp_best) = paired_timings(lambda: fn(*ea), lambda: compiled(*ca), repeat)
     return {"name": name, "eager": eager_t, "compiled": comp_t, "cold": cold, "agree": bool(agree),
