@@ -26,20 +26,18 @@ import types
 from typing import Any, NamedTuple
 
 from jitgraph.errors import BackendError
-from jitgraph.inspect.result import ExplainResult
-from jitgraph.ir.graph import Graph
 from jitgraph.jit import effects, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
 from jitgraph.jit.dispatch import MISS, build_call, build_runner, runners
 from jitgraph.jit.dynamic_policy import DynamicPolicy
-from jitgraph.jit.entries import CacheInfo, Entry, sizes_aside
-from jitgraph.jit.explain_builder import build_explain
+from jitgraph.jit.entries import Entry, sizes_aside
+from jitgraph.jit.inspection import Inspection
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.resume import ResumableArtifact
 from jitgraph.jit.stages import Compiled, Traced, strict, trace_stage
-from jitgraph.jit.threads import compile_lock, tally
+from jitgraph.jit.threads import compile_lock
 from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
@@ -63,7 +61,7 @@ class _Outcome(NamedTuple):
     result: Any  # or, with no entry, why the call runs eagerly
 
 
-class CompiledFunction(DynamicPolicy):
+class CompiledFunction(DynamicPolicy, Inspection):
     """What ``@jitgraph.compile`` returns. Call it like the original function; ``trace(*args)`` gives the first
     stage of a compile without touching the cache."""
 
@@ -480,38 +478,6 @@ class CompiledFunction(DynamicPolicy):
                                          "eagerly, which is faster than interpreting the graph", None, None)
         log_breaks.info("jitgraph: %s: %s", self.name, entry.break_reason.reason)
         return True
-
-    # ---- inspection -----------------------------------------------------------------------------------------
-    def cache_info(self) -> CacheInfo:
-        with self._lock:
-            return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks), size_variants=self._variants,
-                             entries=sum(e.instance_of is None for e in self.entries),
-                             size_instances=sum(e.instance_of is not None for e in self.entries),
-                             tiered_down=tiering.tiered_down(self.entries))
-
-    def recompile_reasons(self, with_site: bool = False) -> list[str]:
-        """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""
-        with self._lock:
-            if with_site:
-                return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
-            return list(self._reasons)
-
-    def explain(self, output: Any = None) -> ExplainResult:
-        """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
-        renders it."""
-        return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
-                             fallbacks=tally(self._fallbacks), output=output)
-
-    def break_reasons(self) -> list[BreakReason]:
-        return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]
-
-    def graphs(self) -> list[Graph]:
-        return [e.graph for e in self.entries if e.graph is not None]
-
-    def stages(self) -> list[Compiled]:
-        """The Compiled stage of every entry that runs a graph, in cache order."""
-        return [e.stage for e in self.entries if e.stage is not None and e.mode == "graph"]
 
     def reset(self) -> None:
         """Forget every entry and counter (a thread in the middle of a call finishes it with what it found)."""

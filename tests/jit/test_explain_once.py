@@ -56,7 +56,7 @@ def test_jitgraph_explain_goes_through_the_one_builder(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(explain_builder, "build_explain", counting)
-    monkeypatch.setattr("jitgraph.jit.function.build_explain", counting)
+    monkeypatch.setattr("jitgraph.jit.inspection.build_explain", counting)
     jitgraph.explain(captured, backend="eager")(np.ones((4, 3)), np.ones((3, 2)))
     assert calls == [1]
 

@@ -1,0 +1,67 @@
+"""What a compiled function tells about itself: its counters, recompile reasons, explain, graphs and stages (a mixin
+of :class:`~jitgraph.jit.function.CompiledFunction`, reading its entries and the counters it keeps under its lock).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from typing import Any
+
+from jitgraph.inspect.result import ExplainResult
+from jitgraph.ir.graph import Graph
+from jitgraph.jit import tiering
+from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.entries import CacheInfo, Entry
+from jitgraph.jit.explain_builder import build_explain
+from jitgraph.jit.stages import Compiled
+from jitgraph.jit.threads import tally
+
+
+class Inspection:
+    """Mixin: the inspection API of a compiled function (module docstring)."""
+
+    entries: list[Entry]
+    _lock: threading.RLock
+    _hits: itertools.count
+    _fallbacks: itertools.count
+    _misses: int
+    _recompiles: int
+    _variants: int
+    _reasons: list[str]
+    _sites: list[str]
+    _fn: Any
+    _failing: collections.Counter[str]
+
+    def cache_info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
+                             fallbacks=tally(self._fallbacks), size_variants=self._variants,
+                             entries=sum(e.instance_of is None for e in self.entries),
+                             size_instances=sum(e.instance_of is not None for e in self.entries),
+                             tiered_down=tiering.tiered_down(self.entries))
+
+    def recompile_reasons(self, with_site: bool = False) -> list[str]:
+        """Why each recompile happened (``x.shape[0]: 256 -> 128``); ``with_site`` appends `` @ file:line``."""
+        with self._lock:
+            if with_site:
+                return [f"{r} @ {s}" for r, s in zip(self._reasons, self._sites)]
+            return list(self._reasons)
+
+    def explain(self, output: Any = None) -> ExplainResult:
+        """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
+        renders it."""
+        return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
+                             fallbacks=tally(self._fallbacks), output=output)
+
+    def break_reasons(self) -> list[BreakReason]:
+        return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]
+
+    def graphs(self) -> list[Graph]:
+        return [e.graph for e in self.entries if e.graph is not None]
+
+    def stages(self) -> list[Compiled]:
+        """The Compiled stage of every entry that runs a graph, in cache order."""
+        return [e.stage for e in self.entries if e.stage is not None and e.mode == "graph"]
+
