@@ -166,3 +166,61 @@ def test_in_place_kernels_with_overlapping_arguments_match_eager(aliasing):
         np.testing.assert_array_equal(got, want)
         for g, w in zip(got_args, want_args):
             np.testing.assert_array_equal(g, w)
+
+
+def _shift_add(u):
+    u = u.copy()
+    for _ in range(3):
+        u[1:-1] = u[1:-1] + u[2:]  # the value's operands overlap its target, shifted
+        u[1:] = u[:-1] * 2.0
+    return u
+
+
+def _col_sums(x):
+    out = np.zeros((x.shape[0], 3))
+    out[:, 0] = x[:, :, 0].sum(axis=1)
+    out[:, 1] = x[:, :, 1].sum(axis=1)
+    out[:, 2] = x[:, :, 3].max(axis=1)
+    return out
+
+
+def test_values_computed_straight_into_their_target_match_eager():
+    u = np.linspace(-1.0, 1.0, 9)
+    compiled = jitgraph.compile(_shift_add)
+    np.testing.assert_array_equal(compiled(u), _shift_add(u))
+    assert "is computed straight into" in _backend(compiled) and "out=" in _driver(compiled)
+    x = np.arange(24.0).reshape(2, 3, 4)
+    compiled = jitgraph.compile(_col_sums)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x), _col_sums(x))
+    assert "is computed straight into" in _backend(compiled)
+
+
+def _not_into(x, a, b, xi):
+    y = x * 1.0
+    y[0] = y[1:].sum(axis=0)  # the reduction reads a view of its target
+    t = a + b
+    z = x + 2.0
+    z[1:] = t  # t is also returned
+    w = x - 1.0
+    w[:2] = (a + b)[None, :]  # broadcast: the value's shape is not the target's
+    xi = xi + 0
+    xi[1:] = a[1:3] * 1.5  # float into int: NumPy casts on assignment
+    q = x * 3.0
+    s = a * 2.0
+    r = q[0].sum()  # reads q after s is computed, before the assignment
+    q[1] = s
+    return y, z, t, w, xi, q, r
+
+
+def test_assignments_that_must_not_compute_into_their_target_match_eager():
+    x = np.arange(12.0).reshape(3, 4) / 3
+    a, b = np.array([0.5, 1.5, 2.5]), np.array([1.0, 2.0, 3.0])
+    a4 = np.linspace(0, 1, 4)
+    xi = np.arange(3, dtype=np.int64)
+    compiled = jitgraph.compile(_not_into)
+    got, want = compiled(x, a4, a4 + 1, xi), _not_into(x, a4, a4 + 1, xi)
+    for g, w in zip(got, want):
+        assert np.result_type(g) == np.result_type(w) and np.shape(g) == np.shape(w)
+        np.testing.assert_array_equal(g, w)
+    del a, b

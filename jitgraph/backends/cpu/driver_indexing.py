@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from jitgraph.backends.cpu.numpy_calls import is_array
+from jitgraph.backends.cpu.numpy_calls import is_array, writes_into
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS
 from jitgraph.ir.graph import Node
 from jitgraph.ir.memory import MemoryPlan
 from jitgraph.ir.ops import OPS, OpKind
-from jitgraph.ir.ops.indexing import Operand
+from jitgraph.ir.ops.indexing import Operand, index_shape
 from jitgraph.ir.types import TensorType
 
 # Non-ufunc ops whose NumPy call always returns a new array of its own (never a view of an operand): the values an
@@ -79,12 +79,14 @@ def writes_in_place(graph_nodes: Sequence[Node], k: int, memory: MemoryPlan,
                     fresh_groups: Mapping[Node, frozenset[int]]) -> bool:
     """Whether the setitem ``graph_nodes[k]`` may assign into its target's own buffer: the target is a buffer the
     driver made this call (a fresh array: see :func:`fresh_value`; not an input, constant or output) whose last
-    reader, views of it included, is this node (the memory plan releases it here)."""
+    reader, views of it included, is this node (the memory plan releases it here; for one output of a fused group,
+    the group, whose outputs are distinct arrays, is released when its last output's last reader has run)."""
     node = graph_nodes[k]
     if node.op != "setitem":
         return False
     x = node.inputs[0]
-    return (is_array(x) and x.type.dtype == node.type.dtype and x in memory.release_after.get(k, ()) and
+    owner = x.inputs[0] if x.op == "tuple_get" else x  # one output of a group: the plan releases the group
+    return (is_array(x) and x.type.dtype == node.type.dtype and owner in memory.release_after.get(k, ()) and
             fresh_value(x, fresh_groups))
 
 
@@ -115,3 +117,42 @@ def fresh_outputs(node: Node, as_numpy: bool, into_inputs: Sequence[int]) -> fro
     body_inputs = set(node.regions[0].inputs)
     return frozenset(k for k, o in enumerate(outputs) if outputs.count(o) == 1 and o.op not in ("input", "const")
                      and o not in body_inputs and fresh_value(o, {}))
+
+
+def assignments_into(nodes: Sequence[Node], in_place: set[Node], numpy_groups: Mapping[Node, Any],
+                     roots: set[Node], views: Any) -> dict[Node, Node]:
+    """``{producer: assignment}``: values computed straight into their target by NumPy's ``out=`` where the driver
+    would compute them into a temporary and then assign ``x[idx] = v`` in place (the ``x[idx] += v`` of a col2im,
+    ``out[:, :, i, j] = patch.sum(...)`` of a direct convolution): no temporary, no copy.
+
+    Only where that is the same: the assignment is in place (:func:`writes_in_place`) with a constant basic index
+    whose target is an array of the value's shape and dtype; the value is read by the assignment alone, and is
+    computed just before it (nothing reads ``x`` in between) by one NumPy call that can write into an array
+    (``numpy_calls.writes_into``): a plain reduction that reads no view of ``x``, or the last op of a group run as
+    NumPy calls (a ufunc: NumPy computes overlapping operands as if through a temporary).
+    ``views(x)``: ``x`` and the values that share its buffer."""
+    readers: dict[Node, int] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers[i] = readers.get(i, 0) + 1
+    found: dict[Node, Node] = {}
+    for k, node in enumerate(nodes):
+        if node not in in_place or len(node.inputs) != 2 or any(isinstance(e, Operand) for e in node.attrs["spec"]):
+            continue
+        x, value = node.inputs
+        before = next((n for n in reversed(nodes[:k]) if n.op != "const"), None)
+        if before is not value or readers.get(value) != 1 or value in roots or not isinstance(value.type, TensorType):
+            continue
+        target = index_shape(x.type.shape, tuple(node.attrs["spec"]), ())  # checked when the graph was built
+        if value.type.weak or value.type.ndim == 0 or target != value.type.shape or value.type.dtype != x.type.dtype:
+            continue
+        if value in numpy_groups:
+            body = value.regions[0]
+            members = [m for m in body.nodes if m.op not in ("input", "const")]
+            if len(body.outputs) == 1 and members and body.outputs[0] is members[-1] and \
+                    OPS[members[-1].op].kind is OpKind.ELEMENTWISE and writes_into(members[-1]):
+                found[value] = node
+        elif value.op != "fused" and OPS[value.op].kind is OpKind.REDUCTION and writes_into(value) and \
+                value.inputs[0] not in views(x):
+            found[value] = node
+    return found

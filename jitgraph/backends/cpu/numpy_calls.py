@@ -165,16 +165,33 @@ def _scalar_operator(node: Node, args: list[str]) -> str | None:
     return f"({args[0]} {symbol} {args[1]})" if strong else None
 
 
-def numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any]) -> str:
+def writes_into(node: Node) -> bool:
+    """Whether :func:`numpy_call` can write ``node``'s value into a given array (``out=``): a ufunc without attrs,
+    or a reduction spelled as its ufunc's ``reduce``."""
+    if node.op in _UFUNC_REDUCE:
+        attrs = {k: v for k, v in node.attrs.items() if k not in ("axis", "keepdims")}
+        return all(value is None for value in attrs.values()) and is_array(node.inputs[0])
+    return isinstance(OPS[node.op].impl, np.ufunc) and not node.attrs
+
+
+def numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any], out: str | None = None) -> str:
     """The driver expression computing ``node`` with NumPy from the variables ``args`` (names it needs go into
     ``ns`` under ``name``): a method of the ndarray where one does the same (``_METHODS``), else the op's reference
-    function, with its attrs only when it has any. A weak result becomes the Python scalar it is."""
+    function, with its attrs only when it has any. A weak result becomes the Python scalar it is. ``out``: an
+    array expression the value is written into (only where :func:`writes_into` holds)."""
     args = list(args)
     for k, i in enumerate(node.inputs):
         if i.op == "const" and isinstance(i.type, TensorType) and i.type.weak and \
                 (typed := _typed_constant(node, i)) is not None:
             ns[f"S{name}_{k}"] = typed
             args[k] = f"S{name}_{k}"
+    if out is not None:
+        if node.op in _UFUNC_REDUCE:
+            ns[f"R{name}"] = _UFUNC_REDUCE[node.op].reduce
+            axis, keepdims = node.attrs.get("axis"), bool(node.attrs.get("keepdims", False))
+            return f"R{name}({args[0]}, {axis!r}, None, {out}, {keepdims!r})"
+        ns[f"F{name}"] = OPS[node.op].impl
+        return f"F{name}({', '.join(args)}, out={out})"
     spell = _METHODS.get(node.op)
     if (operator := _scalar_operator(node, args)) is not None:
         call = operator

@@ -36,7 +36,7 @@ from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
-from jitgraph.ir.memory import MemoryPlan
+from jitgraph.ir.memory import MemoryPlan, views_of
 from jitgraph.ir.ops.cost import numpy_is_enough
 from jitgraph.ir.printer import node_names
 from jitgraph.ir.types import TensorType
@@ -118,6 +118,10 @@ class CpuCompiled:
         fresh = self._fresh_groups(self.inplace)
         self.setitems_in_place = {n for k, n in enumerate(graph.nodes)
                                   if indexing.writes_in_place(graph.nodes, k, self.memory, fresh)}
+        # ... and its value computed straight into x[idx] where one NumPy call makes it just before (out=).
+        self.computed_into = indexing.assignments_into(graph.nodes, self.setitems_in_place, self.numpy_groups,
+                                                       set(graph.live_roots()), lambda x: views_of(graph, x))
+        self.assigned_by = {s: p for p, s in self.computed_into.items()}
         self.driver_source, namespace = self._driver(self.inplace)
         self._fast = namespace["driver"]
         self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None  # BLAS calls
@@ -193,7 +197,9 @@ class CpuCompiled:
         for node, why in self.numpy_nodes.items():
             if node in self.histograms:
                 why += "; fixed uniform bins: counted in one pass, NumPy's bin arithmetic (cpu/histogram.py)"
-            if node in self.setitems_in_place:
+            if node in self.assigned_by:
+                why += f"; {names[node.inputs[1]]} is computed straight into {names[node.inputs[0]]}[...] (out=)"
+            elif node in self.setitems_in_place:
                 why += f"; assigned in place into {names[node.inputs[0]]}'s buffer (its last reader: no copy)"
             if node.op not in ("tuple_get",):
                 lines.append(f"{names[node]} {node.op} via NumPy: {why}")
@@ -241,7 +247,16 @@ class CpuCompiled:
         return numpy_calls.quiet(node)
 
     # -- driver source -------------------------------------------------------------------------------------------
-    def _numpy_group(self, node: Node, v: str, args: list[str], ns: dict[str, Any]) -> list[str]:
+    def _into(self, value: Node, var: Mapping[Node, str], ns: dict[str, Any]) -> str | None:
+        """The target view ``x[idx]`` that ``value`` is computed into (``computed_into``), or None."""
+        assign = self.computed_into.get(value)
+        if assign is None:
+            return None
+        index = indexing.index_expr(assign, [var[i] for i in assign.inputs], ns, var[assign])
+        return f"{var[assign.inputs[0]]}[{index}]"
+
+    def _numpy_group(self, node: Node, v: str, args: list[str], ns: dict[str, Any], out: str | None = None
+                     ) -> list[str]:
         """Driver lines running the group ``node`` as one NumPy call per op, as the reference interpreter does.
 
         A temporary is deleted right after its last reader, as eager Python drops it: two large temporaries alive
@@ -262,7 +277,9 @@ class CpuCompiled:
                 ns[f"C{name}"] = m.attrs["value"]
                 local[m] = f"C{name}"
                 continue
-            lines.append(f"    {name} = {numpy_calls.numpy_call(m, [local[i] for i in m.inputs], name, ns)}  # {m.op}")
+            into = out if m is body.outputs[0] else None  # the last member (assignments_into)
+            call = numpy_calls.numpy_call(m, [local[i] for i in m.inputs], name, ns, into)
+            lines.append(f"    {name} = {call}  # {m.op}" + (f" into {into}" if into else ""))
             local[m] = name
             done = sorted({local[i] for i in m.inputs if last[i] == j and i not in outputs and
                            i.op not in ("input", "const")})
@@ -293,7 +310,7 @@ class CpuCompiled:
             inputs = [var[i] for i in n.inputs]
             args = ", ".join(inputs)
             if n in self.numpy_groups:
-                lines += self._numpy_group(n, v, [var[i] for i in n.inputs], ns)
+                lines += self._numpy_group(n, v, inputs, ns, self._into(n, var, ns))
             elif n.op == "fused":
                 plan = tuple(sorted(inplace.get(n, {}).items()))
                 ns[f"K{v}"] = self.kernels[n].entry(plan)  # the launch for this line's in-place plan
@@ -305,6 +322,8 @@ class CpuCompiled:
                 lines.append(f"    {v} = {args}[{n.attrs['index']}]")
             elif n.op == "getitem" and (line := indexing.getitem_line(n, inputs, v, ns)) is not None:
                 lines.append(line)
+            elif n in self.assigned_by:
+                lines.append(f"    {v} = {inputs[0]}  # setitem: {inputs[1]} was computed into it (out=)")
             elif n.op == "setitem" and (assign := indexing.setitem_lines(n, inputs, v, ns,
                                                                          n in self.setitems_in_place)) is not None:
                 lines += assign
@@ -312,7 +331,7 @@ class CpuCompiled:
                 ns[f"H{v}"] = self.histograms[n]
                 lines.append(f"    {v} = H{v}({inputs[0]})  # histogram: one pass over uniform bins")
             else:
-                call = numpy_calls.numpy_call(n, [var[i] for i in n.inputs], v, ns)
+                call = numpy_calls.numpy_call(n, inputs, v, ns, self._into(n, var, ns))
                 lines.append(f"    {v} = {call}  # {n.op} via NumPy: {self.numpy_nodes.get(n, '')}")
             dead = [b for b in self.memory.release_after.get(k, ()) if b is not n]
             if dead:
