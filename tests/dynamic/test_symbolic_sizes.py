@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitgraph
@@ -200,6 +200,7 @@ def test_an_int_argument_that_bounds_a_loop_becomes_a_run_time_trip_count() -> N
 _SHARED = {fn.__name__: jitgraph.compile(fn) for fn in (matmul, size_arithmetic, loop_region, slicing)}
 
 
+@settings(max_examples=12)  # each example compiles its new sizes: keep the suite's time
 @given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=8), name=st.sampled_from(sorted(_SHARED)))
 def test_any_sequence_of_sizes_matches_numpy(sizes: list[int], name: str) -> None:
     """One compiled function per kind, shared by every example: whatever order sizes come in (0 and 1 included,
