@@ -341,6 +341,13 @@ def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner
     return tuple(out)
 
 
+def covers(entries: list[Entry], tried: tuple[Runner, ...]) -> bool:
+    """Whether a call that all of ``tried`` declined matches none of ``entries`` (so the generic path need not look
+    again): every entry has its runner there, and none defers checks to a program that may decline a call its entry
+    takes (``_program_lines``)."""
+    return len(tried) == len(entries) and all("CHECKED" not in run.__code__.co_names for run in tried)
+
+
 def _own_call(runner: Runner) -> Any:
     return runner.__dict__.get("own_call") or getattr(runner, "call", None)
 

@@ -1,17 +1,15 @@
 """The compiled function: dispatch on the argument key, guard checks, (re)compiles, fallback and statistics.
 
-Every entry of the cache is one of two modes: ``graph`` (run the compiled graph on the leaves and rebuild the
-return value) or ``eager`` (a recorded break: call the original function). Both are found by the same key and
-guards, so a function that cannot be captured is traced once per guard set, not once per call. A miss compiles
-through the public stages (``trace_stage`` -> ``Traced.lower()`` -> ``Lowered.compile()``, see stages.py); the
-entry keeps them.
+Every cache entry is ``graph`` (run the compiled graph on the leaves, rebuild the return value) or ``eager`` (call
+the original function: a recorded break, a graph measured slower, a key whose guards fail on every call, see
+hot_recompiles.py), both found by key and guards: a function that cannot be captured is traced once per guard set,
+not per call. A miss compiles through the public stages (stages.py); the entry keeps them.
 
 Threads: a warm call takes no lock (it reads the table, whose per-key tuples are replaced, never edited, and bumps
-counters that are single C calls). A miss takes the function's compile lock, looks again (another thread may have
-compiled that entry meanwhile: it waited and now runs it), then traces, compiles, runs the entry once and only
-then publishes it, so other threads never run an entry whose first run (where lazily built kernels compile) has
-not finished, and an interrupted compile (KeyboardInterrupt) leaves nothing behind. Recompile reasons, the
-dynamic-int state and the recompile limit change only under that lock.
+counters that are single C calls). A miss takes the compile lock, looks again (another thread may have compiled
+that entry meanwhile), then traces, compiles, runs the entry once and only then publishes it, so no thread runs an
+entry whose first run (where lazily built kernels compile) has not finished, and an interrupted compile
+(KeyboardInterrupt) leaves nothing. Recompile reasons, dynamic-int state and the recompile limit change under it.
 """
 
 from __future__ import annotations
@@ -26,13 +24,14 @@ import types
 from typing import Any, NamedTuple
 
 from jitgraph.errors import BackendError
-from jitgraph.jit import effects, tiering
+from jitgraph.jit import effects, hot_recompiles, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_site import call_site
-from jitgraph.jit.dispatch import MISS, build_call, build_runner, runners
+from jitgraph.jit.dispatch import MISS, build_call, build_runner, covers, runners
 from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import Entry, sizes_aside
+from jitgraph.jit.hot_recompiles import ANY_ALIAS, count_value, holders
 from jitgraph.jit.inspection import Inspection
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.resume import ResumableArtifact
@@ -92,6 +91,8 @@ class CompiledFunction(DynamicPolicy, Inspection):
         self._sites: list[str] = []  # the user's call site of each recompile (``train.py:14``)
         self._failing: collections.Counter[str] = collections.Counter()
         self._disabled = False
+        self._covered = False  # the runners decide every entry exactly (dispatch.covers)
+        self._streak = hot_recompiles.Streak()
         self._variants = 0  # size variants published (dynamic_policy.py)
         self._clear_dynamic()
         # Backend failures on a first run, by the graph with sizes aside (entries.sizes_aside): not compiled again.
@@ -162,7 +163,10 @@ class CompiledFunction(DynamicPolicy, Inspection):
         if dynamic:
             args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
         leaves: list[Any] = []
-        found = self._find(make_key(args, kwargs, leaves), leaves, args, kwargs)
+        key = make_key(args, kwargs, leaves)
+        if self._disabled and self._covered:  # the runners tried every entry: no guard here can succeed
+            return self._run_disabled(leaves, "it hit its recompile limit", user_args, user_kwargs)
+        found = self._find(key, leaves, args, kwargs)
         if found is None:
             return self._miss(user_args, user_kwargs)
         entry, all_leaves = found
@@ -181,7 +185,7 @@ class CompiledFunction(DynamicPolicy, Inspection):
                 if extra is None:
                     continue
                 all_leaves = leaves + extra
-            if alias_pattern(all_leaves) == entry.alias:
+            if entry.alias is ANY_ALIAS or alias_pattern(all_leaves) == entry.alias:
                 return entry, all_leaves
         return None
 
@@ -296,6 +300,8 @@ class CompiledFunction(DynamicPolicy, Inspection):
         if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):
             self._dynamic = entry.traced.dynamic
         self._runners = runners(self.entries, self._dynamic)
+        self._covered = covers(self.entries, self._runners)
+        self._streak.published(count_value(self._hits))
 
     # ---- slow path ------------------------------------------------------------------------------------------
     def _miss(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
@@ -336,8 +342,16 @@ class CompiledFunction(DynamicPolicy, Inspection):
         reason, site = None, ""
         facts = describe(args, kwargs, parameter_names(self._fn, len(args)))
         plan = self._size_plan(facts, args, kwargs)  # new sizes of dimensions that may be dynamic
+        same_key = self._table.get(key)
+        hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), count_value(self._hits),
+                                  holders(user_args, user_kwargs)) and not self.fullgraph
         if self.entries:
             reason = self._why_missed(key, facts, args, kwargs)
+            if entry := hot_recompiles.eager_entry(same_key, hot, args, kwargs, reason):  # hot_recompiles.py
+                log_recompiles.info("jitgraph: %s: %s", self.name, entry.break_reason.reason)
+                self._publish(entry, reason, call_site())
+                entry.traced.release()
+                return _Outcome(entry, args, kwargs, False, None)
             if not self._settled(plan) and sum(not e.variant for e in self.entries) >= self.cache_limit:
                 self._disabled = True
                 worst = self._failing.most_common(1)[0][0] if self._failing else reason

@@ -18,6 +18,7 @@ import numpy as np
 from jitgraph.device_arrays import is_device_array
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.guard_code import straight_line
+from jitgraph.jit.hot_recompiles import ANY_ALIAS
 from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt
 from jitgraph.tracer.keys import alias_pattern, is_namedtuple, keyed_by_type
 
@@ -181,7 +182,9 @@ class Writer:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
         memory, or whose pattern is some arrays passed more than once (``x`` as ``CACHE['last']``: checked by
         identity, then one array of each kind by owner); ``alias_pattern`` itself where that pass cannot decide,
-        or for patterns with overlapping views."""
+        or for patterns with overlapping views. None for a catch-all entry (hot_recompiles.py): any aliasing."""
+        if entry.alias is ANY_ALIAS:
+            return
         pairs = _same_pairs(entry.alias) if exact else []
         check = f"alias_pattern([{', '.join(self.leaves)}])" + (f" != {self.const(entry.alias)}" if exact else
                                                                  " is not None")
