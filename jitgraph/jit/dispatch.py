@@ -214,11 +214,25 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         w.lines.append(leaves)
     if w.deferred:
         w.lines += w.deferred
-    w.lines += ["    next(HITS)", "    if E.fast:"]
+    w.lines.append("    next(HITS)")
+    w.lines += _eager_lines(entry, w, slow, pa, pk)
+    w.lines.append("    if E.fast:")
     w.lines += direct
     w.lines += [f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})",
                 f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})"]
     return w
+
+
+def _eager_lines(entry: Entry, w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[str]:
+    """The hit of an entry that never had a graph (a break, a catch-all: hot_recompiles.py): the user's function
+    called here, as ``CompiledFunction._run_slow`` would (a fallback counted), one frame less. Only where ``slow``
+    is that method (its owner has ``_fn`` and ``_fallbacks``)."""
+    owner = getattr(slow, "__self__", None)
+    if entry.mode != "eager" or entry.compiled is not None or not hasattr(owner, "_fallbacks"):
+        return []
+    w.ns.update(FN=owner._fn, FALLBACKS=owner._fallbacks)
+    return ['    if E.mode == "eager":  # the user\'s function', "        next(FALLBACKS)",
+            f"        return FN(*{pa}, **{pk})"]
 
 
 def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
@@ -329,7 +343,7 @@ def runners(entries: list[Entry], dynamic: frozenset[int | str]) -> tuple[Runner
     (:func:`_group_call`)."""
     out: list[Runner] = []
     for entry in entries:
-        if entry.plain_ints and not dynamic.isdisjoint(entry.plain_ints):
+        if entry.retired or (entry.plain_ints and not dynamic.isdisjoint(entry.plain_ints)):
             continue
         if entry.runner is None or len(out) == MAX_RUNNERS:
             break
@@ -345,7 +359,7 @@ def covers(entries: list[Entry], tried: tuple[Runner, ...]) -> bool:
     """Whether a call that all of ``tried`` declined matches none of ``entries`` (so the generic path need not look
     again): every entry has its runner there, and none defers checks to a program that may decline a call its entry
     takes (``_program_lines``)."""
-    return len(tried) == len(entries) and all("CHECKED" not in run.__code__.co_names for run in tried)
+    return len(tried) == sum(not e.retired for e in entries) and all("CHECKED" not in run.__code__.co_names for run in tried)
 
 
 def _own_call(runner: Runner) -> Any:

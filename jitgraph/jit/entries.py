@@ -58,6 +58,9 @@ class Entry:
     # and its decision in words once taken ("measured: compiled 10.8 us, eager 3.1 us per call ...").
     probe: Any = None
     measured: str | None = None
+    # Replaced by an eager entry that takes every call it would (hot_recompiles.py): out of the dispatch table and
+    # the runners, kept in ``entries`` for inspection.
+    retired: bool = False
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias

@@ -295,7 +295,7 @@ class CompiledFunction(DynamicPolicy, Inspection):
         entry.runner, entry.plain_ints = build_runner(entry, self.name, index, self._hits, self._run_slow)
         if entry.runner is not None:
             entry.runner.call = build_call(entry, entry.runner, self, self.name, index, self._hits, self._run_slow)
-        self._table[entry.key] = self._table.get(entry.key, ()) + (entry,)
+        self._table[entry.key] = tuple(e for e in self._table.get(entry.key, ()) if not e.retired) + (entry,)
         self.entries.append(entry)
         if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):
             self._dynamic = entry.traced.dynamic
@@ -344,7 +344,7 @@ class CompiledFunction(DynamicPolicy, Inspection):
         plan = self._size_plan(facts, args, kwargs)  # new sizes of dimensions that may be dynamic
         same_key = self._table.get(key)
         hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), count_value(self._hits),
-                                  holders(user_args, user_kwargs)) and not self.fullgraph
+                                  (key, holders(user_args, user_kwargs))) and not self.fullgraph
         if self.entries:
             reason = self._why_missed(key, facts, args, kwargs)
             if entry := hot_recompiles.eager_entry(same_key, hot, args, kwargs, reason):  # hot_recompiles.py

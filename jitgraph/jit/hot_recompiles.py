@@ -7,8 +7,14 @@ the entry the previous call compiled, and the function recompiles on every call 
 entries that can no longer match. torch.compile marks such frames to be skipped; here the same: after
 :data:`HOT_STREAK` recompiles in a row of one argument key, with no call matching any entry in between and the same
 state-holding arguments (``self``, the non-array arguments, by identity), the next miss of that key publishes a
-*catch-all* entry: keyed on the key alone (no guards, any aliasing), eager. Calls of that layout that no earlier
-entry takes then run the user's function at once; other layouts still compile.
+*catch-all* entry: keyed on the key alone (no guards, any aliasing), eager. The streak's entries, which no call
+matched, are *retired* (``Entry.retired``: out of the dispatch table and the runners, kept for inspection), so a
+call of that layout checks the layout once and runs the user's function; other layouts still compile.
+
+Likewise a fallback entry is keyed only on what decided the fallback: an entry that runs eagerly because its graph
+was measured slower than the function (tiering.py) decided nothing about aliasing, so a same-key miss whose guards
+it passes (``x`` no longer is ``CACHE['last']``) gets its *twin* taking any aliasing, which replaces it, instead
+of a new graph entry to trace, compile and measure again.
 
 Exact by construction: an eager entry calls the user's function itself, so it needs no guards to be right --
 guards only decide whether a graph could run instead. The cost of being wrong about "hot" is speed, never a wrong
@@ -62,15 +68,15 @@ class Streak:
     def __init__(self) -> None:
         self.count = 0
         self.hits_at_publish = -1
-        self.holders: tuple[int, ...] | None = None
+        self.holders: tuple[tuple, tuple[int, ...]] | None = None
 
     def published(self, hits: int) -> None:
         """An entry was published; ``hits`` is the hit counter's value then."""
         self.hits_at_publish = hits
 
-    def is_hot(self, same_key: bool, hits: int, now: tuple[int, ...]) -> bool:
+    def is_hot(self, same_key: bool, hits: int, now: tuple[tuple, tuple[int, ...]]) -> bool:
         """Record a miss that would recompile (``same_key``: entries with this key exist, their guards or aliasing
-        failed); True once the streak reaches :data:`HOT_STREAK`."""
+        failed; ``now``: the key and the :func:`holders`); True once the streak reaches :data:`HOT_STREAK`."""
         if same_key and hits == self.hits_at_publish and now == self.holders:
             self.count += 1
         else:
@@ -89,12 +95,17 @@ def eager_entry(same_key: tuple[Entry, ...], hot: bool, args: tuple, kwargs: dic
     if not same_key:
         return None
     if hot:
-        return catch_all(same_key[-1], args, kwargs, reason)
+        entry = catch_all(same_key[-1], args, kwargs, reason)
+        if entry is not None:  # the streak's entries, which no call matched, give way to it
+            for dead in same_key[-HOT_STREAK:]:
+                dead.retired = True
+        return entry
     for entry in same_key:
         if entry.mode == "eager" and entry.measured is not None and not entry.device and (
                 entry.check is None or entry.check(args, kwargs) is not None):
             twin = Entry(dataclasses.replace(entry.traced, args=args, kwargs=kwargs), break_reason=entry.break_reason)
             twin.alias = ANY_ALIAS
+            entry.retired = True  # the twin takes every call it took
             return twin
     return None
 

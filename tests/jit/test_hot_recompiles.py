@@ -47,6 +47,7 @@ def test_growing_state_stops_recompiling_and_stays_exact() -> None:
     assert info.recompiles == hot_recompiles.HOT_STREAK  # not cache_limit - 1: the catch-all took over
     assert f.entries[-1].mode == "eager" and "every call" in f.entries[-1].break_reason.reason
     assert info.fallbacks == 12 - hot_recompiles.HOT_STREAK  # the calls from the catch-all on
+    assert all(e.retired for e in f.entries[:-1]) and len(f._runners) == 1  # one layout check, then eager
 
 
 def test_layers_of_one_class_are_not_hot() -> None:
@@ -82,6 +83,7 @@ def test_measured_eager_entry_takes_other_aliasing() -> None:
         np.testing.assert_array_equal(f(y), y * 2)
         assert STORE["last"] is y
     assert len(f.entries) == 3 and f.entries[2].mode == "eager" and f.entries[2].probe is None
+    assert second.retired and not f.entries[0].retired  # the twin took its place
 
 
 def test_disabled_miss_skips_the_generic_lookup(monkeypatch) -> None:
