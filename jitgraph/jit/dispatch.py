@@ -214,25 +214,25 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         w.lines.append(leaves)
     if w.deferred:
         w.lines += w.deferred
-    w.lines.append("    next(HITS)")
-    w.lines += _eager_lines(entry, w, slow, pa, pk)
-    w.lines.append("    if E.fast:")
+    w.lines += ["    next(HITS)", "    if E.fast:"]
     w.lines += direct
-    w.lines += [f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})",
-                f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})"]
+    w.lines.append(f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})")
+    w.lines += _eager_lines(w, slow, pa, pk)
+    w.lines.append(f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})")
     return w
 
 
-def _eager_lines(entry: Entry, w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[str]:
-    """The hit of an entry that never had a graph (a break, a catch-all: hot_recompiles.py): the user's function
-    called here, as ``CompiledFunction._run_slow`` would (a fallback counted), one frame less. Only where ``slow``
-    is that method (its owner has ``_fn`` and ``_fallbacks``)."""
+def _eager_lines(w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[str]:
+    """The hit of an eager entry (a break, a graph measured slower, a catch-all: hot_recompiles.py): the user's
+    function called here, as ``CompiledFunction._run_slow`` does for it (a fallback counted), without that frame and
+    its argument packing (~0.4 us of a demoted call). Read at call time, so a demotion takes effect at once; only
+    where ``slow`` is such a method (its owner has ``_fn`` and ``_fallbacks``: tiering's ``_Demoted`` too)."""
     owner = getattr(slow, "__self__", None)
-    if entry.mode != "eager" or entry.compiled is not None or not hasattr(owner, "_fallbacks"):
+    if not hasattr(owner, "_fallbacks"):
         return []
     w.ns.update(FN=owner._fn, FALLBACKS=owner._fallbacks)
     return ['    if E.mode == "eager":  # the user\'s function', "        next(FALLBACKS)",
-            f"        return FN(*{pa}, **{pk})"]
+            f"        return FN{pa}" if pa.startswith("(") else f"        return FN(*{pa}, **{pk})"]  # kw: empty there
 
 
 def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:

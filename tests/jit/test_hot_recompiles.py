@@ -101,3 +101,18 @@ def test_disabled_miss_skips_the_generic_lookup(monkeypatch) -> None:
     for _ in range(3):
         np.testing.assert_array_equal(f(s, x), _Stack.push(e, x))
     _same(copy.copy(e.items), s.items)
+
+
+def _axpy(a, x, y):
+    return a * x + y
+
+
+def test_demoted_entry_calls_the_function_from_its_runner() -> None:
+    f = jitgraph.compile(_axpy, backend="cpu", tier_down=False)
+    x, y = np.arange(3.0), np.ones(3)
+    f(2.0, x, y)
+    f.entries[0].demote(BreakReason("demoted by the test", None, None))  # as a measured tier-down does
+    for k in range(3):
+        np.testing.assert_array_equal(f(2.0, x, y), _axpy(2.0, x, y))
+    assert f.cache_info().fallbacks == 3 and f.cache_info().misses == 1
+    assert 'if E.mode == "eager"' in f._call.source  # no _run_slow frame, no argument packing
