@@ -6,10 +6,9 @@ hot_recompiles.py), both found by key and guards: a function that cannot be capt
 not per call. A miss compiles through the public stages (stages.py); the entry keeps them.
 
 Threads: a warm call takes no lock (it reads the table, whose per-key tuples are replaced, never edited, and bumps
-counters that are single C calls). A miss takes the compile lock, looks again (another thread may have compiled
-that entry meanwhile), then traces, compiles, runs the entry once and only then publishes it, so no thread runs an
-entry whose first run (where lazily built kernels compile) has not finished, and an interrupted compile
-(KeyboardInterrupt) leaves nothing. Recompile reasons, dynamic-int state and the recompile limit change under it.
+C counters). A miss takes the compile lock, looks again (another thread may have compiled that entry meanwhile),
+traces, compiles, runs the entry once, then publishes it: no thread runs an entry whose first run (where kernels
+compile) has not finished; a KeyboardInterrupt leaves nothing. Counters, reasons and limits change under it.
 """
 
 from __future__ import annotations
@@ -162,10 +161,9 @@ class CompiledFunction(DynamicPolicy, Inspection):
         dynamic = self._dynamic  # the key and the graph see dynamic ints wrapped (dynamic_ints.py)
         if dynamic:
             args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
-        leaves: list[Any] = []
-        key = make_key(args, kwargs, leaves)
+        key = make_key(args, kwargs, leaves := [])
         if self._disabled and self._covered:  # the runners tried every entry: no guard here can succeed
-            return self._run_disabled(leaves, "it hit its recompile limit", user_args, user_kwargs)
+            return self._run_disabled(leaves, None, user_args, user_kwargs)
         found = self._find(key, leaves, args, kwargs)
         if found is None:
             return self._miss(user_args, user_kwargs)
@@ -387,8 +385,11 @@ class CompiledFunction(DynamicPolicy, Inspection):
         finally:
             entry.traced.release()
 
-    def _run_disabled(self, leaves: list[Any], why: str, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
-        refuse_eager_on_device(self.name, leaves, why, None, RECOMPILE_HINT)
+    def _run_disabled(self, leaves: list[Any], why: str | None, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        if why is None:  # a miss ``_dispatch`` decided without the lock: counted here
+            with self._lock:
+                self._misses += 1
+        refuse_eager_on_device(self.name, leaves, why or "it hit its recompile limit", None, RECOMPILE_HINT)
         next(self._fallbacks)
         return self._fn(*user_args, **user_kwargs)
 
@@ -411,8 +412,7 @@ class CompiledFunction(DynamicPolicy, Inspection):
 
     @staticmethod
     def _leaves_of(entry: Entry, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
-        leaves: list[Any] = []
-        make_key(args, kwargs, leaves)
+        make_key(args, kwargs, leaves := [])
         extra = entry.check(args, kwargs) if entry.check is not None else []
         return leaves + (extra or [])
 
