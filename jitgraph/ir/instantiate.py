@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType, rebuild
-from jitgraph.ir.symbols import Sym, SymExpr
+from jitgraph.ir.symbols import Sym, SymExpr, is_symbolic
 from jitgraph.ir.types import TensorType
 
 
@@ -51,6 +51,22 @@ def symbols_of(graph: Graph) -> set[str]:
     return found
 
 
+def expression_dims(graph: Graph) -> set[SymExpr]:
+    """The dimensions of ``graph``'s values that are expressions of a symbol (``s0-2`` of ``x[1:-1]``), bodies
+    included: each must be at least 2 at an instance's sizes, as the trace assumed."""
+    found: set[SymExpr] = set()
+
+    def walk(g: Graph) -> None:
+        for n in g.nodes:
+            types = n.type.elements if isinstance(n.type, TupleType) else (n.type,)
+            found.update(d for t in types for d in t.shape if type(d) is SymExpr)
+            for region in n.regions:
+                walk(region)
+
+    walk(graph)
+    return found
+
+
 def instantiate(graph: Graph, sizes: Mapping[str, int]) -> Graph:
     """``graph`` with every symbol replaced by its size in ``sizes`` (a symbol missing there is a KeyError)."""
 
@@ -61,7 +77,7 @@ def instantiate(graph: Graph, sizes: Mapping[str, int]) -> Graph:
         if t is SymExpr:
             return v.value(sizes[v.sym.name])
         if t is TensorType:
-            return v.with_(shape=tuple(value(d) for d in v.shape)) if any(type(d) is Sym for d in v.shape) else v
+            return v.with_(shape=tuple(value(d) for d in v.shape)) if is_symbolic(v.shape) else v
         if t is TupleType:
             return TupleType(tuple(value(e) for e in v.elements))
         if t is tuple or t is list:

@@ -87,14 +87,43 @@ class Sym:
 
 
 def is_symbolic(shape: tuple[Any, ...]) -> bool:
-    """Whether a shape holds a symbol."""
-    return any(type(d) is Sym for d in shape)
+    """Whether a shape holds a symbol (or a linear expression of one)."""
+    return any(type(d) is Sym or type(d) is SymExpr for d in shape)
+
+
+def is_size_symbol(d: Any) -> bool:
+    """Whether one dimension is symbolic."""
+    return type(d) is Sym or type(d) is SymExpr
+
+
+def normal(e: SymExpr) -> Sym | SymExpr:
+    """``1 * s0 + 0`` is ``s0`` itself (one spelling per size, so equal sizes hash alike)."""
+    return e.sym if e.mul == 1 and e.add == 0 else e
+
+
+def slice_length(size: Sym | SymExpr, entry: slice) -> Sym | SymExpr:
+    """The length of ``entry`` over a symbolic dimension, where it is linear in the symbol: step 1 or none (or -1
+    over the whole dimension), a start of ``None`` or ``k >= 0`` and a stop of ``None`` or ``-k < 0``
+    (``x[1:-1]``: ``s0-2``, ``x[2:]``, ``x[:-1]``). Those are exact whenever the result is at least 2, which an
+    instance checks; anything else (``x[:3]``, ``x[-3:]``: ``min(3, s0)``) raises."""
+    start, stop, step = entry.start, entry.stop, entry.step
+    if step == -1 and start is None and stop is None:
+        return size
+    e = linear(size)
+    if step not in (None, 1) or e is None or (start is not None and not (type(start) is int and start >= 0)) or \
+            (stop is not None and not (type(stop) is int and stop < 0)):
+        raise SymbolicSizeError(f"the length of {entry} of a dimension of size {size} depends on the size")
+    if start is not None and start > 0 or stop is not None:
+        if type(size) is SymExpr:
+            raise SymbolicSizeError(f"a slice {entry} of a dimension of size {size}")
+        return normal(SymExpr(e.sym, e.mul, e.add + (stop or 0) - (start or 0)))
+    return size
 
 
 def broadcast_dims(a: Any, b: Any) -> Any:
     """One position of NumPy's broadcasting with symbols: equal sizes, or a 1 against anything. A symbol against
     another symbol or a fixed size of 2 or more depends on the values (:class:`SymbolicSizeError`)."""
-    if type(a) is not Sym and type(b) is not Sym:
+    if not is_size_symbol(a) and not is_size_symbol(b):
         raise TypeError("broadcast_dims is for symbolic sizes")
     if a == 1:
         return b
@@ -107,9 +136,11 @@ def broadcast_dims(a: Any, b: Any) -> Any:
 
 class SymExpr:
     """``mul * sym + add``: a symbolic size after integer arithmetic the traced code did on it as a Python int
-    (``n - 1``, ``x.size``, ``2 * n``). It is a value, never a dimension: it only reaches the graph as a constant,
-    which instantiation evaluates exactly (Python ints), as the traced code would have. Like :class:`Sym` it answers
-    no question that depends on the size."""
+    (``n - 1``, ``x.size``, ``2 * n``), or the length of a slice of a symbolic dimension (``x[1:-1]``: ``s0-2``).
+    As a value it reaches the graph as a constant, which instantiation evaluates exactly (Python ints), as the traced
+    code would have. As a dimension it stands, like a :class:`Sym`, for a size of at least 2: an instance whose
+    sizes make one smaller is no instance (``SymbolicForm.sizes_of``). Equality is decided only where it holds for
+    every size (the same symbol and factor); everything else raises."""
 
     __slots__ = ("add", "mul", "sym")
 
@@ -124,9 +155,35 @@ class SymExpr:
         return scaled if not self.add else f"{scaled}{self.add:+d}"
 
     def __eq__(self, other: object) -> bool:
+        o = linear(other)
+        if o is not None and o.sym.name == self.sym.name and o.mul == self.mul:
+            return o.add == self.add  # s0-2 == s0-2; s0-2 != s0-1 at every size
+        if o is None and isinstance(other, numbers.Integral) and other <= 1:
+            return False  # a dimension of at least 2
         raise SymbolicSizeError(f"{self!r} == {other!r} depends on the size")
 
-    __hash__ = None  # type: ignore[assignment]
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("SymExpr", self.sym.name, self.mul, self.add))
+
+    def _order(self, other: object, op: str) -> bool:
+        if isinstance(other, numbers.Integral) and other <= 1:
+            return op in (">", ">=", "!=")  # as a dimension, at least 2
+        raise SymbolicSizeError(f"{self!r} {op} {other!r} depends on the size")
+
+    def __gt__(self, other: object) -> bool:
+        return self._order(other, ">")
+
+    def __ge__(self, other: object) -> bool:
+        return self._order(other, ">=")
+
+    def __lt__(self, other: object) -> bool:
+        return self._order(other, "<")
+
+    def __le__(self, other: object) -> bool:
+        return self._order(other, "<=")
 
     def __bool__(self) -> bool:
         raise SymbolicSizeError(f"the truth of {self!r} depends on the size")
@@ -142,7 +199,7 @@ def linear(value: Any) -> SymExpr | None:
     return value if type(value) is SymExpr else None
 
 
-def size_arith(op: str, a: Any, b: Any) -> SymExpr | None:
+def size_arith(op: str, a: Any, b: Any) -> Sym | SymExpr | None:
     """``a op b`` for a symbolic size and a Python int (``+``, ``-``, ``*``), or None where the result is not a
     linear function of one symbol."""
     la, lb = linear(a), linear(b)
@@ -154,15 +211,16 @@ def size_arith(op: str, a: Any, b: Any) -> SymExpr | None:
     e = la if la is not None else lb
     assert e is not None
     if op == "+":
-        return SymExpr(e.sym, e.mul, e.add + other)
+        return normal(SymExpr(e.sym, e.mul, e.add + other))  # type: ignore[return-value]
     if op == "*":
-        return SymExpr(e.sym, e.mul * other, e.add * other) if other else None
+        return normal(SymExpr(e.sym, e.mul * other, e.add * other)) if other else None  # type: ignore[return-value]
     if op == "-":
-        return SymExpr(e.sym, e.mul, e.add - other) if la is not None else SymExpr(e.sym, -e.mul, other - e.add)
+        return normal(SymExpr(e.sym, e.mul, e.add - other) if la is not None  # type: ignore[return-value]
+                      else SymExpr(e.sym, -e.mul, other - e.add))
     return None
 
 
-def size_of_shape(shape: tuple[Any, ...]) -> int | SymExpr:
+def size_of_shape(shape: tuple[Any, ...]) -> int | Sym | SymExpr:
     """``x.size`` where the shape may hold one symbol (a fixed size times it); two symbols raise."""
     syms = [d for d in shape if type(d) is Sym]
     fixed = 1
@@ -173,4 +231,4 @@ def size_of_shape(shape: tuple[Any, ...]) -> int | SymExpr:
         return fixed
     if len(syms) > 1 or fixed == 0:
         raise SymbolicSizeError(f"the size of a shape {shape} depends on the sizes")
-    return SymExpr(syms[0], fixed)
+    return normal(SymExpr(syms[0], fixed))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitgraph.ir.symbols import Sym, SymbolicSizeError
+from jitgraph.ir.symbols import SymbolicSizeError, is_size_symbol
 
 SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
     np.dtype(d) for d in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -44,7 +44,7 @@ class TensorType:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
-        object.__setattr__(self, "shape", tuple(d if type(d) is Sym else int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(d if is_size_symbol(d) else int(d) for d in self.shape))
         if self.weak and self.shape != ():
             raise ValueError("weak (Python scalar) types must have shape ()")
         if self.layout not in LAYOUTS:
@@ -58,7 +58,7 @@ class TensorType:
     def size(self) -> int:
         n = 1
         for d in self.shape:
-            if type(d) is Sym:
+            if is_size_symbol(d):
                 raise SymbolicSizeError(f"the size of {self} depends on {d}")
             n *= d
         return n

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitgraph.ir.graph import Graph
-from jitgraph.ir.instantiate import instantiate, same_graph, symbols_of
+from jitgraph.ir.instantiate import expression_dims, instantiate, same_graph, symbols_of
 from jitgraph.ir.symbols import Sym
 from jitgraph.tracer.trace import TraceResult, trace
 
@@ -68,6 +68,8 @@ class SymbolicForm:
 
     def __post_init__(self) -> None:
         self.check = self.result.guards.compile()  # the guards of the symbolic trace (never on sizes)
+        # ``s0-2``: at least 2 at an instance's sizes (none while the trace has no graph: it is refused then)
+        self.expressions = expression_dims(self.result.graph) if self.result.graph is not None else set()
         self.alias: tuple | None = None  # the traced call's aliasing of its arrays: an instance needs the same
 
     @property
@@ -93,6 +95,8 @@ class SymbolicForm:
                 return None
             if sizes.setdefault(d.symbol, shape[d.axis]) != shape[d.axis]:
                 return None  # dimensions that share a symbol differ now (the trace relied on their equality)
+        if any(e.value(sizes[e.sym.name]) < 2 for e in self.expressions):
+            return None  # ``x[1:-1]`` of 3 elements has 1: it broadcasts, so another graph (traced on its own)
         return sizes
 
     def instance(self, sizes: dict[str, int]) -> TraceResult:

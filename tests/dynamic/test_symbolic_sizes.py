@@ -288,3 +288,23 @@ def test_an_instance_needs_the_aliasing_the_symbolic_trace_saw() -> None:
         _agree(f(q, k, v), cross_attention(q, k, v))
     info = f.cache_info()  # 8 with (q, q, q) an instance; (q, k, v) at 8 traced (with symbols), 9 and 10 instances
     assert (info.entries, info.size_instances) == (3, 3), info
+
+
+def stencil(u, steps):
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return (u[2:] - u[:-2]) * 0.5
+
+
+def test_slices_with_fixed_ends_have_expression_lengths() -> None:
+    """``u[1:-1]`` of ``s0`` elements has ``s0-2`` (ir/symbols.slice_length): one symbolic trace for the stencil;
+    a size where such a slice has fewer than 2 elements (it would broadcast, or be empty) is traced on its own."""
+    f = jitgraph.compile(stencil)
+    for n in (6, 9, 12, 4, 3, 2, 20):
+        u, twin = np.linspace(0.0, 1.0, n) ** 2, np.linspace(0.0, 1.0, n) ** 2
+        _agree(f(u, 5), stencil(twin, 5))
+        _agree(u, twin)
+    info = f.cache_info()
+    assert (info.size_instances, info.size_variants) == (3, 2), info  # 12, 4, 20; 3 and 2 traced
+    form = f.entries[1].symbolic
+    assert "f64[s0-2]" in str(form.graph)

@@ -16,7 +16,7 @@ import numpy as np
 from jitgraph.errors import TypeInferenceError, UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
-from jitgraph.ir.symbols import Sym, SymbolicSizeError, is_symbolic
+from jitgraph.ir.symbols import is_size_symbol, is_symbolic, slice_length
 from jitgraph.ir.types import TensorType, type_of
 
 
@@ -95,10 +95,8 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
                 adv_shapes.append(())
                 adv_positions.append(pos)
                 out.append("adv")
-        elif isinstance(entry, slice) and type(size) is Sym:
-            if entry.start is not None or entry.stop is not None or entry.step not in (None, 1, -1):
-                raise SymbolicSizeError(f"the length of {entry} of a dimension of size {size} depends on the size")
-            out.append(size)  # ``x[:, j]``, ``x[::-1]``: all of a symbolic dimension
+        elif isinstance(entry, slice) and is_size_symbol(size):
+            out.append(slice_length(size, entry))  # ``x[:, j]``, ``x[::-1]``, ``x[1:-1]`` (ir/symbols.py)
         elif isinstance(entry, slice):
             try:
                 out.append(len(range(*entry.indices(size))))

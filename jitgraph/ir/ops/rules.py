@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.errors import TypeInferenceError
-from jitgraph.ir.symbols import Sym, broadcast_dims, is_symbolic
+from jitgraph.ir.symbols import broadcast_dims, is_size_symbol, is_symbolic
 from jitgraph.ir.types import TensorType
 
 
@@ -63,7 +63,7 @@ def _broadcast_symbolic(shapes: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
         dims = [s[-k] for s in shapes if len(s) >= k]
         size = dims[0]
         for d in dims[1:]:
-            if type(size) is Sym or type(d) is Sym:
+            if is_size_symbol(size) or is_size_symbol(d):
                 size = broadcast_dims(size, d)
             elif size == 1 or d == size:
                 size = d
