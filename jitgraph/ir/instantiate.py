@@ -8,6 +8,7 @@ graph a trace at those sizes would record (what the driver checks once per entry
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -123,7 +124,11 @@ def _canonical_text(graph: Graph) -> str:
     merged = rebuild(graph, merge)
     consts = sorted((n for n in merged.nodes if n.op == "const"), key=lambda n: repr(_const_key(n)))
     rest = [n for n in merged.nodes if n.op != "const"]
-    return str(Graph(tuple(consts + rest), merged.inputs, merged.outputs, merged.mutations, merged.input_names))
+    text = str(Graph(tuple(consts + rest), merged.inputs, merged.outputs, merged.mutations, merged.input_names))
+    return _BUFFER_NAME.sub("input[buf]", text)  # a body's storage inputs are numbered per process (buf13)
+
+
+_BUFFER_NAME = re.compile(r"input\[buf\d+\]")
 
 
 def _const_key(node: Node) -> tuple:

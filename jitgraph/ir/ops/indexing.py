@@ -16,7 +16,7 @@ import numpy as np
 from jitgraph.errors import TypeInferenceError, UnsupportedError
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import broadcast, type_error
-from jitgraph.ir.symbols import is_size_symbol, is_symbolic, slice_length
+from jitgraph.ir.symbols import SymbolicSizeError, is_size_symbol, is_symbolic, slice_length
 from jitgraph.ir.types import TensorType, type_of
 
 
@@ -88,7 +88,14 @@ def index_shape(shape: tuple[int, ...], spec: tuple[Any, ...], operands: tuple[T
         if isinstance(entry, bool | np.bool_):  # x[True] adds an axis in NumPy; nothing records it yet
             raise UnsupportedError("boolean scalar index entries are not supported in the IR",
                                    hint="index with None (np.newaxis) instead")
-        if isinstance(entry, int | np.integer):
+        if isinstance(entry, int | np.integer) and is_size_symbol(size):
+            if not -2 <= entry <= 1:  # a symbolic size is at least 2: x[0], x[1], x[-1], x[-2] are in range
+                raise SymbolicSizeError(f"whether index {entry} is in range of a dimension of size {size}")
+            if advanced:
+                adv_shapes.append(())
+                adv_positions.append(pos)
+                out.append("adv")
+        elif isinstance(entry, int | np.integer):
             if not -size <= entry < size:
                 raise _index_error(f"index {entry} is out of bounds for axis {dim} with size {size}")
             if advanced:

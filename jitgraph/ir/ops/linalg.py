@@ -9,6 +9,7 @@ import numpy as np
 
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import ask_numpy, broadcast, type_error
+from jitgraph.ir.symbols import size_of_shape
 from jitgraph.ir.types import TensorType
 
 
@@ -90,7 +91,7 @@ def _infer_dot(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> Te
 def _infer_outer(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
     a, b = types
     dtype = ask_numpy(np.outer, [a.with_(shape=(1,)), b.with_(shape=(1,))], "outer")
-    return TensorType((a.size, b.size), dtype)
+    return TensorType((size_of_shape(a.shape), size_of_shape(b.shape)), dtype)  # a symbol for a 1-D symbolic operand
 
 
 def _infer_einsum(types: tuple[TensorType, ...], attrs: dict, regions: tuple) -> TensorType:
