@@ -30,7 +30,31 @@ class SymbolicSizeError(Exception):
     that asked fails, and the call is traced with the dimension static."""
 
 
-class Sym:
+class _AtLeastTwo:
+    """Ordering shared by :class:`Sym` and :class:`SymExpr` as dimensions (at least 2): against 0 or 1 the answer
+    holds for every size; against anything else it depends on the size, and raises."""
+
+    __slots__ = ()
+
+    def _order(self, other: object, op: str) -> bool:
+        if isinstance(other, numbers.Integral) and other <= 1:
+            return op in (">", ">=", "!=")
+        raise SymbolicSizeError(f"{self!r} {op} {other!r} depends on the size")
+
+    def __gt__(self, other: object) -> bool:
+        return self._order(other, ">")
+
+    def __ge__(self, other: object) -> bool:
+        return self._order(other, ">=")
+
+    def __lt__(self, other: object) -> bool:
+        return self._order(other, "<")
+
+    def __le__(self, other: object) -> bool:
+        return self._order(other, "<=")
+
+
+class Sym(_AtLeastTwo):
     """A symbolic dimension size (always >= 2). ``hint`` is its value at the traced call (for messages only)."""
 
     __slots__ = ("hint", "name")
@@ -61,23 +85,6 @@ class Sym:
     def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
-
-    def _order(self, other: object, op: str) -> bool:
-        if isinstance(other, numbers.Integral) and other <= 1:
-            return op in (">", ">=", "!=")  # a symbol is at least 2
-        raise SymbolicSizeError(f"{self.name} {op} {other!r} depends on the size")
-
-    def __gt__(self, other: object) -> bool:
-        return self._order(other, ">")
-
-    def __ge__(self, other: object) -> bool:
-        return self._order(other, ">=")
-
-    def __lt__(self, other: object) -> bool:
-        return self._order(other, "<")
-
-    def __le__(self, other: object) -> bool:
-        return self._order(other, "<=")
 
     def __bool__(self) -> bool:
         return True  # a size of at least 2
@@ -134,7 +141,7 @@ def broadcast_dims(a: Any, b: Any) -> Any:
     raise ValueError(f"sizes {a} and {b} cannot be broadcast together")
 
 
-class SymExpr:
+class SymExpr(_AtLeastTwo):
     """``mul * sym + add``: a symbolic size after integer arithmetic the traced code did on it as a Python int
     (``n - 1``, ``x.size``, ``2 * n``), or the length of a slice of a symbolic dimension (``x[1:-1]``: ``s0-2``).
     As a value it reaches the graph as a constant, which instantiation evaluates exactly (Python ints), as the traced
@@ -167,23 +174,6 @@ class SymExpr:
 
     def __hash__(self) -> int:
         return hash(("SymExpr", self.sym.name, self.mul, self.add))
-
-    def _order(self, other: object, op: str) -> bool:
-        if isinstance(other, numbers.Integral) and other <= 1:
-            return op in (">", ">=", "!=")  # as a dimension, at least 2
-        raise SymbolicSizeError(f"{self!r} {op} {other!r} depends on the size")
-
-    def __gt__(self, other: object) -> bool:
-        return self._order(other, ">")
-
-    def __ge__(self, other: object) -> bool:
-        return self._order(other, ">=")
-
-    def __lt__(self, other: object) -> bool:
-        return self._order(other, "<")
-
-    def __le__(self, other: object) -> bool:
-        return self._order(other, "<=")
 
     def __bool__(self) -> bool:
         raise SymbolicSizeError(f"the truth of {self!r} depends on the size")

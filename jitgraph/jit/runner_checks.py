@@ -201,10 +201,7 @@ class Writer:
             return
         pad = "    "
         if not extras:  # first, the usual call: distinct arrays that own their memory
-            if len(arrays) <= _PAIRWISE_MAX:
-                same = [f"{p} is {q}" for p, q in itertools.combinations(arrays, 2)]
-            else:
-                same = [f"len({{{', '.join(f'id({a})' for a in arrays)}}}) != {len(arrays)}"]
+            same = _coincide(arrays, "is", "id({})")
             owning = f"not ({' and '.join(f'{a}.base is None' for a in arrays)})"
             self.lines.append(f"    if {' or '.join([owning, *same])}:  # not all distinct arrays owning their memory")
             pad = "        "
@@ -220,10 +217,7 @@ class Writer:
                               f"b.base is None else 0) if type({x}) is ndarray else -{k + 1} if type({x}) is float "
                               f"or type({x}) is int or isinstance({x}, generic) else 0")
             owners.append(f"o{k}")
-        if len(owners) <= _PAIRWISE_MAX:
-            same = [f"{p} == {q}" for p, q in itertools.combinations(owners, 2)]
-        else:
-            same = [f"len({{{', '.join(owners)}}}) != {len(owners)}"]
+        same = _coincide(owners, "==", "{}")
         unknown = f"not ({' and '.join(owners)})"
         self.lines.append(f"{pad}if {' or '.join([unknown, *same])}:  # shared or unknown: the exact check")
         self.lines.append(f"{pad}    if {check}:")
@@ -246,3 +240,11 @@ def _same_pairs(pattern: tuple | None) -> list[tuple[int, int]] | None:
         members.setdefault(i, [i]).append(j)
     expected = {("same", p, q) for group in members.values() for p, q in itertools.combinations(sorted(group), 2)}
     return sorted((i, j) for j, i in first.items()) if expected == set(pattern) else None
+
+
+def _coincide(names: list[str], op: str, key: str) -> list[str]:
+    """Conditions of which one holds when two of ``names`` are the same (``op``: ``is`` or ``==``): pairwise up to
+    :data:`_PAIRWISE_MAX` names, above it one test of the size of the set of their ``key`` (``id({})``)."""
+    if len(names) <= _PAIRWISE_MAX:
+        return [f"{p} {op} {q}" for p, q in itertools.combinations(names, 2)]
+    return [f"len({{{', '.join(key.format(n) for n in names)}}}) != {len(names)}"]
