@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
 from jitgraph.backends import eager
 from jitgraph.backends.base import get_backend
@@ -53,3 +54,20 @@ def check_against_eager(graph: Graph, args: Sequence[Any] | Callable[[], Sequenc
             np.testing.assert_allclose(a, b, equal_nan=True, **tol(a.dtype)) if a.dtype.kind == "f" \
                 else np.testing.assert_array_equal(a, b)
     return got
+
+
+@pytest.fixture
+def cost_model_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's conftest sets JITGRAPH_SMALL_KERNELS=1 (kernel tests use tiny arrays); with this, the default
+    cost model (a test module uses it with ``pytestmark = pytest.mark.usefixtures("cost_model_on")``)."""
+    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
+
+
+def backend_text(compiled: Any) -> str:
+    """A compiled function's explain text up to its guards: what the backend said it did."""
+    return str(compiled.explain()).split("Guards:")[0]
+
+
+def driver_source(compiled: Any) -> str:
+    """The generated driver of the compiled function's newest entry."""
+    return compiled.entries[-1].compiled.driver_source

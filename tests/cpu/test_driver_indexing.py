@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers_cpu import backend_text, cost_model_on, driver_source  # noqa: F401 - the fixture by name
 
 import jitgraph
 
-
-@pytest.fixture(autouse=True)
-def cost_model_on(monkeypatch):
-    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
-
-
-def _backend(compiled) -> str:
-    return str(compiled.explain()).split("Guards:")[0]
-
-
-def _driver(compiled) -> str:
-    return compiled.entries[-1].compiled.driver_source
+pytestmark = pytest.mark.usefixtures("cost_model_on")  # the default cost model (helpers_cpu.py)
 
 
 def _heat(u, alpha=0.1, steps=4):
@@ -37,8 +27,8 @@ def test_stencil_assigns_in_place_and_matches_eager():
     for _ in range(2):  # the second call reuses whatever the first left behind
         np.testing.assert_allclose(compiled(u), _heat(u), rtol=1e-15)
     np.testing.assert_array_equal(u, before)  # the caller's array is never written
-    assert "assigned in place into" in _backend(compiled)
-    assert "# setitem in place" in _driver(compiled)
+    assert "assigned in place into" in backend_text(compiled)
+    assert "# setitem in place" in driver_source(compiled)
 
 
 def _fill_rows(x):
@@ -188,12 +178,12 @@ def test_values_computed_straight_into_their_target_match_eager():
     u = np.linspace(-1.0, 1.0, 9)
     compiled = jitgraph.compile(_shift_add)
     np.testing.assert_array_equal(compiled(u), _shift_add(u))
-    assert "is computed straight into" in _backend(compiled) and "out=" in _driver(compiled)
+    assert "is computed straight into" in backend_text(compiled) and "out=" in driver_source(compiled)
     x = np.arange(24.0).reshape(2, 3, 4)
     compiled = jitgraph.compile(_col_sums)
     for _ in range(2):
         np.testing.assert_array_equal(compiled(x), _col_sums(x))
-    assert "is computed straight into" in _backend(compiled)
+    assert "is computed straight into" in backend_text(compiled)
 
 
 def _not_into(x, a, b, xi):

@@ -8,21 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from helpers_cpu import backend_text, cost_model_on, driver_source  # noqa: F401 - the fixture by name
 
 import jitgraph
 
-
-@pytest.fixture(autouse=True)
-def cost_model_on(monkeypatch):
-    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
-
-
-def _backend(compiled) -> str:
-    return str(compiled.explain()).split("Guards:")[0]
-
-
-def _driver(compiled) -> str:
-    return compiled.entries[-1].compiled.driver_source
+pytestmark = pytest.mark.usefixtures("cost_model_on")  # the default cost model (helpers_cpu.py)
 
 
 def _power_iteration(A, iters=5):
@@ -41,7 +31,7 @@ def test_a_norm_runs_as_one_dot_and_matches_eager():
     got, want = compiled(A), _power_iteration(A)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
-    assert "one BLAS dot" in _backend(compiled) and ".dot(" in _driver(compiled)
+    assert "one BLAS dot" in backend_text(compiled) and ".dot(" in driver_source(compiled)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -58,7 +48,7 @@ def test_a_matrix_product_sum_is_not_a_dot():
     a = np.arange(6.0).reshape(2, 3)
     compiled = jitgraph.compile(lambda a, b: (a * b).sum())
     assert compiled(a, a + 1) == (a * (a + 1)).sum()
-    assert "one BLAS dot" not in _backend(compiled)
+    assert "one BLAS dot" not in backend_text(compiled)
 
 
 def _reductions(x, b, i):
@@ -98,4 +88,4 @@ def test_scalar_arithmetic_as_operators_matches_eager(dtype):
     for g, w in zip(got, want):
         assert type(g) is type(w) and np.result_type(g) == np.result_type(w)
         np.testing.assert_array_equal(g, w)
-    assert " / v" in _driver(compiled)  # an operator, not the ufunc
+    assert " / v" in driver_source(compiled)  # an operator, not the ufunc

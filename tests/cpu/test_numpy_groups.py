@@ -10,23 +10,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers_cpu import backend_text, cost_model_on, driver_source  # noqa: F401 - the fixture by name
 
 import jitgraph
 from jitgraph.ir.ops.cost import GroupWork, OpWork, numpy_is_enough
 
-
-@pytest.fixture(autouse=True)
-def cost_model_on(monkeypatch):
-    """The suite's conftest sets JITGRAPH_SMALL_KERNELS=1 (kernel tests use tiny arrays); here, the default."""
-    monkeypatch.setenv("JITGRAPH_SMALL_KERNELS", "0")
-
-
-def _backend(compiled) -> str:
-    return str(compiled.explain()).split("Guards:")[0]
-
-
-def _driver(compiled) -> str:
-    return compiled.entries[-1].compiled.driver_source
+pytestmark = pytest.mark.usefixtures("cost_model_on")  # the default cost model (helpers_cpu.py)
 
 
 def _fma(a, b, c):
@@ -38,9 +27,9 @@ def test_tiny_group_runs_as_numpy_and_matches_eager():
     a, b, c = (rng.standard_normal(16).astype(np.float32) for _ in range(3))
     compiled = jitgraph.compile(_fma)
     np.testing.assert_array_equal(compiled(a, b, c), _fma(a, b, c))
-    text = _backend(compiled)
+    text = backend_text(compiled)
     assert "runs as NumPy" in text and "too small for a kernel launch to pay off" in text
-    assert "Kv" not in _driver(compiled)  # no kernel launch in the driver
+    assert "Kv" not in driver_source(compiled)  # no kernel launch in the driver
 
 
 def test_large_group_keeps_its_kernel():
@@ -48,7 +37,7 @@ def test_large_group_keeps_its_kernel():
     a, b, c = (rng.standard_normal(50_000) for _ in range(3))
     compiled = jitgraph.compile(_fma)
     np.testing.assert_allclose(compiled(a, b, c), _fma(a, b, c), rtol=1e-15)
-    text = _backend(compiled)
+    text = backend_text(compiled)
     assert "kernel fused_multiply_add" in text and "runs as NumPy" not in text
 
 
@@ -56,7 +45,7 @@ def test_one_op_group_runs_as_numpy():
     x = np.linspace(-1, 1, 1000)
     compiled = jitgraph.compile(lambda x: np.maximum(x, 0))
     np.testing.assert_array_equal(compiled(x), np.maximum(x, 0))
-    assert "one maximum over 1000 elements" in _backend(compiled)
+    assert "one maximum over 1000 elements" in backend_text(compiled)
 
 
 def test_small_reduction_group_as_numpy_matches_eager_bits():
@@ -68,7 +57,7 @@ def test_small_reduction_group_as_numpy_matches_eager_bits():
 
     compiled = jitgraph.compile(f)
     got = compiled(x)
-    assert "runs as NumPy" in _backend(compiled)
+    assert "runs as NumPy" in backend_text(compiled)
     np.testing.assert_array_equal(got, f(x))
     assert got.dtype == np.float32
 
@@ -78,7 +67,7 @@ def test_small_kernels_env_keeps_the_kernel(monkeypatch):
     a, b, c = (np.arange(16, dtype=np.float32) + k for k in range(3))
     compiled = jitgraph.compile(_fma)
     np.testing.assert_array_equal(compiled(a, b, c), _fma(a, b, c))
-    assert "kernel fused_multiply_add" in _backend(compiled)
+    assert "kernel fused_multiply_add" in backend_text(compiled)
 
 
 def test_cost_model_estimates():
@@ -108,7 +97,7 @@ def test_var_and_std_fuse_and_match_eager(dtype, shape):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-    text = _backend(compiled)
+    text = backend_text(compiled)
     assert "var via NumPy" not in text and "std via NumPy" not in text
 
 
@@ -127,7 +116,7 @@ def test_var_declined_where_numpy_differs():
         got = compiled(h)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    assert "var via NumPy" in _backend(compiled)
+    assert "var via NumPy" in backend_text(compiled)
 
 
 def test_driver_spells_transpose_and_reductions_as_methods():
@@ -140,7 +129,7 @@ def test_driver_spells_transpose_and_reductions_as_methods():
     compiled = jitgraph.compile(f)
     for g, w in zip(compiled(X, v), f(X, v)):
         np.testing.assert_array_equal(g, w)
-    source = _driver(compiled)
+    source = driver_source(compiled)
     # sum and max as their ufunc's reduce (numpy_calls.py), called directly rather than through the method
     assert ".T  #" in source and ", (0,), None, None, False)  # sum" in source and ", (1,), None, None, True)  # max" \
         in source
