@@ -167,11 +167,10 @@ class DynamicPolicy:
         checks = [(entry.traced_graph, facts)] + [(e.traced_graph, e.facts) for e, _ in (plan.likes if plan else ())
                                                   if e.mode == "graph" and e.instance_of is None and
                                                   e.traced.alias == entry.traced.alias]
-        form = trace_symbolic(self._fn, args, kwargs, facts, dims, checks)
+        form = trace_symbolic(self._fn, args, kwargs, facts, entry.traced.alias, dims, checks)
         if form is None:
             self._symbolic_failures += 1
             return reason
-        form.alias = entry.traced.alias  # the graph holds for this aliasing of the arguments only
         entry.symbolic = form
         log_recompiles.info("jitgraph: %s: traced with symbolic sizes (%s); later sizes need no trace", self.name,
                             form.describe())

@@ -63,14 +63,13 @@ class SymbolicDim:
 class SymbolicForm:
     """An entry's trace with symbolic sizes (module docstring)."""
 
-    result: TraceResult
+    result: TraceResult  # one whole graph (``_refusal`` says None)
     dims: tuple[SymbolicDim, ...]
+    alias: tuple | None  # the traced call's aliasing of its arrays: the graph holds for it only
 
     def __post_init__(self) -> None:
         self.check = self.result.guards.compile()  # the guards of the symbolic trace (never on sizes)
-        # ``s0-2``: at least 2 at an instance's sizes (none while the trace has no graph: it is refused then)
-        self.expressions = expression_dims(self.result.graph) if self.result.graph is not None else set()
-        self.alias: tuple | None = None  # the traced call's aliasing of its arrays: an instance needs the same
+        self.expressions = expression_dims(self.graph)  # ``s0-2``: at least 2 at an instance's sizes
 
     @property
     def graph(self) -> Graph:
@@ -132,24 +131,26 @@ def _order(label: str, facts: dict[str, Any]) -> int:
     return keys.index(key) if key in keys else len(keys)
 
 
-def trace_symbolic(fn: Any, args: tuple, kwargs: dict[str, Any], facts: dict[str, Any],
+def trace_symbolic(fn: Any, args: tuple, kwargs: dict[str, Any], facts: dict[str, Any], alias: tuple | None,
                    dims: tuple[SymbolicDim, ...], checks: list[tuple[Graph, dict[str, Any]]]) -> SymbolicForm | None:
-    """Trace the call with ``dims`` as symbols; the form when it is one whole graph that, instantiated at the sizes
-    of each ``(graph, facts)`` in ``checks`` (traces of the same function at other sizes, this call's first), is
-    the graph traced there. None otherwise (the reason is logged at DEBUG)."""
+    """Trace the call (whose arrays alias as ``alias``) with ``dims`` as symbols; the form when it is one whole graph
+    that, instantiated at the sizes of each ``(graph, facts)`` in ``checks`` (traces of the same function at other
+    sizes with the same aliasing, this call's first), is the graph traced there. None otherwise (the reason is
+    logged at DEBUG)."""
     if not dims:
         return None
     by_name: dict[str, dict[int, Sym]] = {}
     for d in dims:
         shape = facts[f"{d.name}.shape"]
         by_name.setdefault(d.name, {})[d.axis] = Sym(d.symbol, shape[d.axis])
-    form = _attempt(fn, args, kwargs, by_name, dims, checks, duck_outside=False)
-    if form is None:  # a layer's backward reads ``self.x`` that its forward stored at the batch size: try that too
-        form = _attempt(fn, args, kwargs, by_name, dims, checks, duck_outside=True)
-    return form
+    for duck_outside in (False, True):  # a layer's backward reads ``self.x`` its forward stored: try that too
+        form = _attempt(fn, args, kwargs, by_name, alias, dims, checks, duck_outside)
+        if form is not None:
+            return form
+    return None
 
 
-def _attempt(fn: Any, args: tuple, kwargs: dict[str, Any], by_name: dict[str, dict[int, Sym]],
+def _attempt(fn: Any, args: tuple, kwargs: dict[str, Any], by_name: dict[str, dict[int, Sym]], alias: tuple | None,
              dims: tuple[SymbolicDim, ...], checks: list[tuple[Graph, dict[str, Any]]], duck_outside: bool
              ) -> SymbolicForm | None:
     try:  # anything the trace needed a size's value for raises somewhere: the dimensions stay static
@@ -159,8 +160,8 @@ def _attempt(fn: Any, args: tuple, kwargs: dict[str, Any], by_name: dict[str, di
                   type(exc).__name__, exc)
         return None
     why = _refusal(result)
-    form = SymbolicForm(result, dims)
-    if why is None:
+    form = SymbolicForm(result, dims, alias) if why is None else None
+    if form is not None:
         for graph, their_facts in checks:
             sizes = form.sizes_of(their_facts)
             if sizes is None:
