@@ -3,12 +3,15 @@
 Stand-ins for the signal, deterministic: Numba's compile step raises KeyboardInterrupt once and leaves that
 dispatcher broken, as an interrupted compile can (every later compile on it raises ``TypingError``); the next call
 must build a fresh kernel and equal eager. And a real SIGINT sent while Numba compiles is delivered after the
-compile finished, so Numba's own state is never cut in half. ``JITGRAPH_STRICT=1`` makes a backend error raise
+compile finished, so Numba's own state is never cut in half (the script installs Python's default SIGINT handler
+itself: a run started in the background inherits an ignored SIGINT, which Python keeps). A process that ignores
+SIGINT or has its own handler keeps it through a first compile. ``JITGRAPH_STRICT=1`` makes a backend error raise
 instead of falling back to eager, so a pass means the compiled kernel ran."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,7 @@ import pytest
 from numba.core import dispatcher, errors
 
 import jitgraph
+from jitgraph.backends.cpu import interrupts
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 240
@@ -55,6 +59,10 @@ def test_interrupted_first_compile_leaves_no_launch(monkeypatch: pytest.MonkeyPa
 
 SIGINT_SCRIPT = """
 import os, signal
+# Ctrl-C raises KeyboardInterrupt here whatever this process inherited: a test run started in the background by a
+# shell (`pytest &`, nohup) ignores SIGINT, its children inherit that, and Python then leaves SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 import numpy as np
 from numba.core import dispatcher
 import jitgraph
@@ -95,3 +103,14 @@ def test_sigint_during_first_compile_is_delivered_after_it(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-c", SIGINT_SCRIPT], env=env, capture_output=True, text=True, check=False,
                           timeout=TIMEOUT_S)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("handler", [signal.SIG_IGN, lambda signum, frame: None], ids=["ignored", "own handler"])
+def test_deferred_leaves_other_sigint_handlers_alone(handler: Any) -> None:
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        with interrupts.deferred():
+            assert signal.getsignal(signal.SIGINT) is handler
+        assert signal.getsignal(signal.SIGINT) is handler  # not replaced by the default (Ctrl-C turned back on)
+    finally:
+        signal.signal(signal.SIGINT, previous)
