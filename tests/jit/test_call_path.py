@@ -159,3 +159,68 @@ def test_recompile_site_is_the_callers_line() -> None:
     f(np.ones(5))  # a recompile, found from inside the call function of the first entry
     (reason,) = f.recompile_reasons(with_site=True)
     assert "test_call_path.py:" in reason, reason
+
+
+def _adam(p, g, m, v):
+    m[...] = 0.9 * m + 0.1 * g
+    v[...] = 0.999 * v + 0.001 * (g * g)
+    p -= 1e-3 * m / (np.sqrt(v) + 1e-8)
+
+
+def _two(x, y):
+    return np.maximum(x, 0.5) * y, (x > 0) * 1.0
+
+
+def _scalar(x):
+    return float(np.maximum(x, 0).sum())
+
+
+def test_the_driver_runs_inline_in_the_call_function() -> None:
+    """The CPU driver's lines in the call function (one frame less): each call equals eager, inputs mutated the
+    same way, a scalar result still built by the builder, and a stub for the compiled graph still takes over."""
+    rng = np.random.default_rng(0)
+    for fn, make in ((relu, lambda: [rng.standard_normal(32).astype(np.float32)]),
+                     (_two, lambda: [rng.standard_normal(16), rng.standard_normal(16)]),
+                     (_scalar, lambda: [rng.standard_normal(8)]),
+                     (_adam, lambda: [rng.standard_normal(64).astype(np.float32) for _ in range(4)])):
+        f = jitgraph.compile(fn)
+        for _ in range(3):
+            args = make()
+            mine, want = [a.copy() for a in args], [a.copy() for a in args]
+            got, expected = f(*mine), fn(*want)
+            if isinstance(expected, tuple):
+                for a, b in zip(got, expected):
+                    np.testing.assert_allclose(a, b, rtol=1e-6)
+            else:
+                np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(expected, dtype=float), rtol=1e-6)
+            assert type(got) is type(expected)
+            for a, b in zip(mine, want):
+                np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert "# the driver, inline" in f._call.source, fn.__name__
+    f = jitgraph.compile(relu)
+    x = np.arange(-2.0, 4.0)
+    f(x)
+    marker = np.full(6, 42.0)
+    entry = f.entries[0]
+    real, entry.compiled = entry.compiled, lambda leaves: [marker]
+    assert f(x) is marker  # not the inlined driver: the entry's compiled graph is no longer the one published
+    entry.compiled = real
+    np.testing.assert_array_equal(f(x), relu(x))
+
+
+def test_a_python_constant_beside_an_array_is_a_0d_array_of_its_dtype() -> None:
+    """``np.maximum(x, 0)`` runs with the 0 as a float32 0-d array (faster than NumPy converting the int each call):
+    the same dtype and values as eager, for float32 and float64, and between 0-d values the scalar path."""
+    for dtype in (np.float32, np.float64):
+        x = np.linspace(-1, 1, 9, dtype=dtype)
+        f = jitgraph.compile(relu)
+        out = f(x)
+        assert out.dtype == relu(x).dtype and out.shape == x.shape
+        np.testing.assert_array_equal(out, relu(x))
+        assert "Sv" in f._call.source
+        s = jitgraph.compile(_total)
+        assert s(x) == _total(x) and type(s(x)) is type(_total(x))
+
+
+def _total(a):
+    return np.maximum(a.sum(), 0) * 2

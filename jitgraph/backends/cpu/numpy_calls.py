@@ -183,7 +183,9 @@ def numpy_call(node: Node, args: list[str], name: str, ns: dict[str, Any], out: 
     for k, i in enumerate(node.inputs):
         if i.op == "const" and isinstance(i.type, TensorType) and i.type.weak and \
                 (typed := _typed_constant(node, i)) is not None:
-            ns[f"S{name}_{k}"] = typed
+            # With an array operand, as a 0-d array: the ufunc takes it ~0.15 us faster than a NumPy scalar (the
+            # same dtype, so the same loop and result); between scalars, a scalar for NumPy's scalar math.
+            ns[f"S{name}_{k}"] = np.array(typed) if node.type.shape != () else typed
             args[k] = f"S{name}_{k}"
     if out is not None:
         if node.op in _UFUNC_REDUCE:

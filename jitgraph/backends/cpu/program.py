@@ -21,8 +21,9 @@ from __future__ import annotations
 import itertools
 import linecache
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -137,6 +138,9 @@ class CpuCompiled:
         # none): the in-place driver without the overlap check.
         self.run_direct = self._fast if not self.inplace else self.__call__
         self.run_unaliased = self._fast
+        # The driver's body, for a call function to run inline (one Python frame less: ~0.1 us of a 1 us call).
+        self.inline_driver = inline_driver(self._fast, self.driver_source, namespace) \
+            if self.blas_program is None else None
 
     def checked_program(self, leaves: Sequence[Any]) -> tuple[Any, tuple] | None:
         """For a dispatch runner: a function of the leaves and then the outputs, positionally, that checks the leaves'
@@ -369,6 +373,49 @@ class CpuCompiled:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
         return source, ns
+
+
+class InlineDriver(NamedTuple):
+    """A driver whose body a dispatch call function may run in place of calling it (``jit/dispatch.py``).
+
+    ``fn``: the driver (the call function inlines it only where it would call exactly this function); ``lines``: its
+    body at the top level of the function, with its arguments read from ``leaves`` (the list it is called with);
+    ``result``: the expression it returns; ``names``: the namespace the lines read."""
+
+    fn: Callable[..., Any]
+    lines: tuple[str, ...]
+    result: str
+    names: dict[str, Any]
+
+
+def inline_driver(fn: Callable[..., Any], source: str, namespace: dict[str, Any]) -> InlineDriver | None:
+    """The driver ``fn`` (generated from ``source`` into ``namespace``) as lines to inline, or None where it is not
+    straight-line code ending in its only ``return``, possibly under the error state's ``try``/``finally``
+    (``_driver``): then the lines keep that frame, and the result (names only) is read after it."""
+    lines = source.rstrip("\n").splitlines()[1:]
+    frame = ["    token = _ERRSTATE.set(_IGNORE)", "    try:"], ["    finally:", "        _ERRSTATE.reset(token)"]
+    wrapped = lines[:2] == frame[0] and lines[-2:] == frame[1]
+    if wrapped:
+        lines = [line[4:] for line in lines[2:-2]]
+    if not lines or not lines[-1].startswith("    return "):
+        return None
+    body, result = lines[:-1], lines[-1][len("    return "):]
+    if body and body[0].endswith(" = args"):
+        body[0] = body[0][: -len("args")] + "leaves"
+    for line in body:
+        text = line.strip()
+        if text.startswith(("return", "try:", "with ", "finally:", "yield")) or re.search(r"\bargs\b", text):
+            return None
+    if wrapped and not re.fullmatch(r"\w+|\[\w+(?:, \w+)*\]", result):
+        return None
+    body = [line[4:] for line in body]
+    if wrapped:
+        body = [frame[0][0][4:], "try:", *("    " + line for line in body or ["pass"]), *(x[4:] for x in frame[1])]
+    # The driver's locals renamed apart from the call function's (``v3`` -> ``_v3``: its checks name theirs ``v0``...).
+    local = re.compile(r"\b(v\d\w*|token|outs)\b")
+    body, result = [local.sub(r"_\1", line) for line in body], local.sub(r"_\1", result)
+    names = {k: v for k, v in namespace.items() if k not in ("driver", "__builtins__")}
+    return InlineDriver(fn, tuple(body), result, names)
 
 
 def _copy_back(target: np.ndarray, value: Any) -> None:
