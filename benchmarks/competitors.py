@@ -58,10 +58,13 @@ def _compile(kind: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray], repeat: int,
-            paired: Callable[..., Any], agree: Callable[..., bool], ours: Callable[[], object]) -> dict[str, Any]:
+            paired: Callable[..., Any], agree: Callable[..., bool], ours: Callable[[], object],
+            shared: list[np.ndarray] | None = None) -> dict[str, Any]:
     """{"time": median s, "compile": first call s, "agree": bool, "ours": jitgraph's median s} or {"note": why
     there is no figure}. The competitor is timed in alternating blocks with ``ours`` (a jitgraph call of the same
-    workload), so the two figures of a row come from the same state of the machine."""
+    workload), so the two figures of a row come from the same state of the machine; with ``shared`` (the arrays
+    ``ours`` runs on) on the very same arrays too: W6 streams 280 MB a call, and two sets of arrays placed
+    differently in memory (huge pages or not) differed by up to 20% between runs, more than the two compilers."""
     if kind == "jax.jit" and name in IN_PLACE:
         return {"note": "n/a (updates its arguments in place)"}
     try:
@@ -72,7 +75,7 @@ def measure(kind: str, name: str, fn: Callable[..., Any], base: list[np.ndarray]
         first = time.perf_counter() - start
         want = fn(*b)
         ok = agree(name, got, want, a, b) if kind != "jax.jit" else agree(name, got, want, [], [])
-        args = [x.copy() for x in base]
+        args = shared if shared is not None else [x.copy() for x in base]
         (median, _), (mine, _) = paired(lambda: compiled(*args), ours, repeat)
     except Exception as exc:  # noqa: BLE001 - a competitor failing is a result to print, not a crash
         return {"note": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:60]}"}
@@ -129,8 +132,8 @@ def main() -> None:
         cold = time.perf_counter() - start
         ours = (lambda f=compiled, a=mine: f(*a))  # the jitgraph side of each pairing
         settle(compiled, ours)  # past the tier-down probe (jit/tiering.py): the steady state
-        cells = [cell(measure(kind, name, fn, base, args.repeat, paired_timings, workloads.results_agree, ours))
-                 for kind in kinds]
+        cells = [cell(measure(kind, name, fn, base, args.repeat, paired_timings, workloads.results_agree, ours,
+                              mine)) for kind in kinds]
         print(f"| {name} {label} | {cold:.1f} | " + " | ".join(cells) + " |", flush=True)
 
 

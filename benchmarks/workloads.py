@@ -183,7 +183,7 @@ def run_one(name: str, scale: float, repeat: int) -> dict:
     (eager_t, eager_best), (comp_t, comp_best) = paired_timings(lambda: fn(*ea), lambda: compiled(*ca), repeat)
     return {"name": name, "eager": eager_t, "compiled": comp_t, "cold": cold, "agree": bool(agree),
             "best_ratio": eager_best / comp_best, "compiled_best": comp_best,
-            "call": lambda: compiled(*ca)}  # the compiled call, for the pairings with the copy and competitors
+            "call": lambda: compiled(*ca), "arrays": ca}  # for the pairings with the copy and competitors
 
 
 def warm_first_call(name: str, scale: float, cache_dir: str) -> float:
@@ -265,9 +265,9 @@ def main() -> None:
         res["warm"] = warm_first_call(name, scale, cache_dir)
         base = make_inputs(name, scale)
         bound = BANDWIDTH_BOUND.get(name)
-        call = res.pop("call")  # not part of the printed (or JSON) results
+        call, arrays = res.pop("call"), res.pop("arrays")  # not part of the printed (or JSON) results
         res["extra"] = {kind: competitors.measure(kind, name, WORKLOADS[name][1], base, 30, paired_timings,
-                                                  results_agree, call)
+                                                  results_agree, call, arrays)
                         for kind in extras}
         frac = f"{'-':>14}"
         if bound:
