@@ -19,7 +19,11 @@ from types import FrameType
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Hold back SIGINT (the default KeyboardInterrupt handler only) for the duration of the block."""
+    """Hold back SIGINT (the default KeyboardInterrupt handler only) for the duration of the block.
+
+    Any other disposition is the program's choice and is left as it is: its own handler, or SIGINT ignored (a
+    process started in the background by a shell, ``cmd &`` or nohup, inherits that, and Python keeps it), where
+    Ctrl-C never raises KeyboardInterrupt at all, compiling or not."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
