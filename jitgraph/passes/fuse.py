@@ -268,8 +268,19 @@ class _Planner:
         computing = [m for m in g.members if m is not g.head and m.op != "reshape"]
         if not computing:
             return False
-        # A lone reduction of an operand is what NumPy's own SIMD loops already do well.
-        return not (len(computing) == 1 and OPS[computing[0].op].kind is OpKind.REDUCTION and g.head is None)
+        # A lone reduction of an operand is what NumPy's own SIMD loops already do well -- but for one over the rows
+        # of a matrix (``x.sum(axis=0)``): NumPy adds one row after another on one core, where the column template
+        # does the same sums on every core (the backend's cost model keeps small ones NumPy calls).
+        lone = len(computing) == 1 and OPS[computing[0].op].kind is OpKind.REDUCTION and g.head is None
+        return not lone or _over_rows(computing[0])
+
+
+def _over_rows(node: Node) -> bool:
+    """Whether the reduction ``node`` sums (or takes the max, min, ...) over the leading axis of a matrix only."""
+    shape = node.inputs[0].type.shape
+    axes = node.attrs.get("axis")
+    return node.op in ("sum", "mean", "max", "min") and len(shape) == 2 and tuple(axes or ()) == (0,) and \
+        node.attrs.get("dtype") is None and node.inputs[0].type.dtype.kind == "f"
 
 
 def _kernel_name(g: _Group, index: int) -> str:

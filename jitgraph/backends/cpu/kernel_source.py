@@ -65,6 +65,9 @@ class KernelSpec:
     mean_counts: dict[Node, str] = field(default_factory=dict)
     use_of: dict[tuple[Node, Node], str] = field(default_factory=dict)  # (consumer, operand) -> array arg name
     stream: frozenset[str] = frozenset()  # outputs to write with streaming stores where they can (streaming.py)
+    # Reductions over axis 0 of a matrix with more than one column: float32 sums accumulate in float32, row after
+    # row, as NumPy's own reduction does there (bit for bit; column_sweep.py).
+    narrow_columns: bool = False
 
 
 class _Writer:

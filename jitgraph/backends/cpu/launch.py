@@ -232,11 +232,12 @@ class GroupKernel:
                    for k, (o, s) in enumerate(zip(self.kernel_outputs, out_specs))]
         alias = self._store_through(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
         stream = self._streamed(operands, targets, alias)
+        narrow = rank == 2 and inner_dims == (0,) and sizes[1] > 1  # NumPy sums such columns in their own dtype
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
-               tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream)
+               tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream, narrow)
         kernel = self.modules.get(key)
         if kernel is None:
-            kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks, alias, stream)
+            kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks, alias, stream, narrow)
             self.modules[key] = kernel
         outer = next((k for k in range(rank) if k not in inner_dims), None)
         n_outer = sizes[outer] if outer is not None else 1
@@ -295,7 +296,8 @@ class GroupKernel:
         return frozenset(f"o{k}" for k in fresh)
 
     def _compile(self, rank: int, inner: tuple[int, ...], arg_walks: list, out_walks: list,
-                 alias: Mapping[int, int], stream: frozenset[str] = frozenset()) -> tuple[Any, Any]:
+                 alias: Mapping[int, int], stream: frozenset[str] = frozenset(), narrow: bool = False
+                 ) -> tuple[Any, Any]:
         arrays = [ArrayArg(f"a{k}", value, tuple(w)) for k, ((value, _), w) in enumerate(zip(self.uses, arg_walks))]
         outputs = [ArrayArg(f"a{alias[k]}" if k in alias else f"o{k}", o, tuple(w))
                    for k, (o, w) in enumerate(zip(self.kernel_outputs, out_walks))]
@@ -307,7 +309,7 @@ class GroupKernel:
         spec = KernelSpec(self.name, self.body, rank, inner, arrays, scalars, outputs,
                           {n for n in self.full if n in self.info.amap}, self.info.level, self.math,
                           self.math_table, self.head, means,
-                          {key: arrays[k].name for key, k in self.use_of.items()}, stream)
+                          {key: arrays[k].name for key, k in self.use_of.items()}, stream, narrow)
         source = kernel_source(spec, self.use_cache)
         # Groups with the same body under another name (Adam on each parameter of a model, the same layer twice)
         # share one Numba dispatcher: one compile instead of one per group. The source shown keeps its own name.
