@@ -60,3 +60,39 @@ def test_batchnorm_backward_uses_the_column_template():
     compiled(x, x.copy(), x[0].copy())
     sources = [ks.source for st in compiled.stages() for ks in st.artifact.kernel_sources()]
     assert any("sweep over the rows" in s for s in sources)
+
+
+def _mean_var(x):
+    return x.mean(axis=0), x.var(axis=0), x.mean(axis=0, keepdims=True)
+
+
+def _lone_sum(x):
+    return x.sum(axis=0)
+
+
+def _lone_max(x):
+    return x.max(axis=0)
+
+
+@pytest.mark.parametrize("shape", [(64, 33), (300, 7), (5, 2), (40, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [_mean_var, _lone_sum, _lone_max])
+def test_column_sums_are_numpys_bit_for_bit(fn, shape, dtype) -> None:
+    """NumPy adds the rows of a matrix with several columns one after another in the array's own dtype; the column
+    template does the same (float32 accumulators there), so sums, means and variances over axis 0 are equal bit for
+    bit -- a lone reduction over the rows included, which is a kernel now (both cores for large ones)."""
+    x = (np.random.default_rng(3).standard_normal(shape) * 100).astype(dtype)
+    f = jitgraph.compile(fn)
+    got, want = f(x), fn(x)
+    for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(want, tuple) else [want]):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if shape[1] > 1:
+            np.testing.assert_array_equal(g, w)
+        else:  # one column: NumPy sums it pairwise, the kernel in float64
+            np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_a_large_lone_column_sum_is_a_kernel_equal_to_numpy() -> None:
+    x = np.random.default_rng(4).standard_normal((1536, 1024)).astype(np.float32)  # past the parallel threshold
+    assert "kernel fused_sum" in str(jitgraph.explain(_lone_sum)(x))
+    np.testing.assert_array_equal(jitgraph.compile(_lone_sum)(x), _lone_sum(x))
