@@ -39,7 +39,7 @@ from jitgraph.jit.threads import compile_lock
 from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
-from jitgraph.tracer.keys import alias_pattern, describe, diff, make_key
+from jitgraph.tracer.keys import alias_pattern, describe, make_key
 from jitgraph.tracer.trace import TraceResult, parameter_names
 
 log = logging.getLogger("jitgraph")
@@ -290,9 +290,7 @@ class CompiledFunction(DynamicPolicy, Inspection):
             self._sites.append(site)
         index = len(self.entries) + 1
         tiering.start(self, entry, index)  # before anyone can run it: a measured entry is not ``fast``
-        entry.runner, entry.plain_ints = build_runner(entry, self.name, index, self._hits, self._run_slow)
-        if entry.runner is not None:
-            entry.runner.call = build_call(entry, entry.runner, self, self.name, index, self._hits, self._run_slow)
+        entry.runner, entry.plain_ints = self._build_runner(entry, index)
         self._table[entry.key] = tuple(e for e in self._table.get(entry.key, ()) if not e.retired) + (entry,)
         self.entries.append(entry)
         if entry.traced.dynamic != self._dynamic and (entry.mode == "graph" or entry.traced.brk is not None):
@@ -300,6 +298,24 @@ class CompiledFunction(DynamicPolicy, Inspection):
         self._runners = runners(self.entries, self._dynamic)
         self._covered = covers(self.entries, self._runners)
         self._streak.published(count_value(self._hits))
+
+    def _build_runner(self, entry: Entry, index: int) -> tuple[Any, tuple]:
+        """The runner (with its call function) and plain-int positions of ``entry``, from its traced call."""
+        runner, plain = build_runner(entry, self.name, index, self._hits, self._run_slow)
+        if runner is not None:
+            runner.call = build_call(entry, runner, self, self.name, index, self._hits, self._run_slow)
+        return runner, plain
+
+    def _measured_eager(self, entry: Entry, demoted: tuple[Any, tuple] | None) -> None:
+        """``entry`` was measured slower than the function (tiering.py): it takes every call of its key from now on
+        (hot_recompiles.take_every_call), through ``demoted``, its runner checking the layout alone."""
+        with self._lock:
+            if demoted is None or entry.retired or entry not in self.entries:
+                return
+            hot_recompiles.take_every_call(entry)
+            entry.runner, entry.plain_ints = demoted
+            self._runners = runners(self.entries, self._dynamic)
+            self._covered = covers(self.entries, self._runners)
 
     # ---- slow path ------------------------------------------------------------------------------------------
     def _miss(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
@@ -392,29 +408,6 @@ class CompiledFunction(DynamicPolicy, Inspection):
         refuse_eager_on_device(self.name, leaves, why or "it hit its recompile limit", None, RECOMPILE_HINT)
         next(self._fallbacks)
         return self._fn(*user_args, **user_kwargs)
-
-    def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
-        same_key = self._table.get(key)
-        if same_key:
-            entry = same_key[-1]
-            failed = entry.guards.first_failure(args, kwargs)
-            if failed is not None:
-                label = failed.text.split(" ")[0].rstrip(":")
-                self._failing[label] += 1
-                return f"guard failed: {failed.text} (now {entry.guards.describe_now(failed, args, kwargs)})"
-            self._failing["aliasing"] += 1
-            now = entry.alias_texts_for(alias_pattern(self._leaves_of(entry, args, kwargs)))
-            return f"aliasing: {', '.join(entry.alias_texts_for(entry.alias))} -> {', '.join(now)}"
-        changes = diff(self.entries[-1].facts, facts)
-        for change in changes:
-            self._failing[change.split(":")[0].split("[")[0] if ".shape[" in change else change.split(":")[0]] += 1
-        return "; ".join(changes) if changes else "argument structure changed"
-
-    @staticmethod
-    def _leaves_of(entry: Entry, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
-        make_key(args, kwargs, leaves := [])
-        extra = entry.check(args, kwargs) if entry.check is not None else []
-        return leaves + (extra or [])
 
     def _compile(self, traced: Traced) -> Entry:
         """A cache entry from a traced call: lowered and compiled, or eager with the reason why."""

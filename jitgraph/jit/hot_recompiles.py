@@ -12,9 +12,10 @@ matched, are *retired* (``Entry.retired``: out of the dispatch table and the run
 call of that layout checks the layout once and runs the user's function; other layouts still compile.
 
 Likewise a fallback entry is keyed only on what decided the fallback: an entry that runs eagerly because its graph
-was measured slower than the function (tiering.py) decided nothing about aliasing, so a same-key miss whose guards
-it passes (``x`` no longer is ``CACHE['last']``) gets its *twin* taking any aliasing, which replaces it, instead
-of a new graph entry to trace, compile and measure again.
+was measured slower than the function (tiering.py) takes every call of its key from then on (``take_every_call``:
+no guards, any aliasing; its runner checks the layout alone), instead of a new graph entry to trace, compile and
+measure again for each guard it would have failed. (Where the owner cannot rebuild its runner, a same-key miss
+whose guards it passes gets its *twin* taking any aliasing, which replaces it.)
 
 Exact by construction: an eager entry calls the user's function itself, so it needs no guards to be right --
 guards only decide whether a graph could run instead. The cost of being wrong about "hot" is speed, never a wrong
@@ -108,6 +109,16 @@ def eager_entry(same_key: tuple[Entry, ...], hot: bool, args: tuple, kwargs: dic
             entry.retired = True  # the twin takes every call it took
             return twin
     return None
+
+
+def take_every_call(entry: Entry) -> None:
+    """Make the eager ``entry`` -- measured slower than the function (tiering.py) -- take every call of its key: no
+    guards, any aliasing. Its guards decided only whether its graph could run, and the measurement decided that it
+    does not; kept, they cost a demoted call more than the graph saved (a training step over dicts of parameters:
+    13 us of guards before a 49 us eager call). A later call of that key whose guards it would have failed runs the
+    function too, where it would have traced and compiled a graph of its own, then been measured again."""
+    entry.check = None
+    entry.alias = ANY_ALIAS
 
 
 def catch_all(last: Entry, args: tuple, kwargs: dict[str, Any], reason: str) -> Entry | None:

@@ -17,6 +17,7 @@ from jitgraph.jit.entries import CacheInfo, Entry
 from jitgraph.jit.explain_builder import build_explain
 from jitgraph.jit.stages import Compiled
 from jitgraph.jit.threads import tally
+from jitgraph.tracer.keys import alias_pattern, diff, make_key
 
 
 class Inspection:
@@ -33,6 +34,7 @@ class Inspection:
     _sites: list[str]
     _fn: Any
     _failing: collections.Counter[str]
+    _table: dict[tuple, tuple[Entry, ...]]
 
     def cache_info(self) -> CacheInfo:
         with self._lock:
@@ -65,3 +67,25 @@ class Inspection:
         """The Compiled stage of every entry that runs a graph, in cache order."""
         return [e.stage for e in self.entries if e.stage is not None and e.mode == "graph"]
 
+    def _why_missed(self, key: tuple, facts: dict[str, Any], args: tuple, kwargs: dict[str, Any]) -> str:
+        same_key = self._table.get(key)
+        if same_key:
+            entry = same_key[-1]
+            failed = entry.guards.first_failure(args, kwargs)
+            if failed is not None:
+                label = failed.text.split(" ")[0].rstrip(":")
+                self._failing[label] += 1
+                return f"guard failed: {failed.text} (now {entry.guards.describe_now(failed, args, kwargs)})"
+            self._failing["aliasing"] += 1
+            now = entry.alias_texts_for(alias_pattern(self._leaves_of(entry, args, kwargs)))
+            return f"aliasing: {', '.join(entry.alias_texts_for(entry.alias))} -> {', '.join(now)}"
+        changes = diff(self.entries[-1].facts, facts)
+        for change in changes:
+            self._failing[change.split(":")[0].split("[")[0] if ".shape[" in change else change.split(":")[0]] += 1
+        return "; ".join(changes) if changes else "argument structure changed"
+
+    @staticmethod
+    def _leaves_of(entry: Entry, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        make_key(args, kwargs, leaves := [])
+        extra = entry.check(args, kwargs) if entry.check is not None else []
+        return leaves + (extra or [])

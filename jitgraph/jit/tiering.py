@@ -57,6 +57,7 @@ from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.dispatch import MISS, build_runner
 from jitgraph.jit.effects import FAST
 from jitgraph.jit.entries import Entry
+from jitgraph.jit.hot_recompiles import take_every_call
 from jitgraph.jit.resume import ResumableArtifact
 
 log_perf = logging.getLogger("jitgraph.perf")
@@ -118,10 +119,16 @@ def start(owner: Any, entry: Entry, index: int) -> None:
         return
     code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
     probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
+    probe.on_demote = getattr(owner, "_measured_eager", None)
     if entry.fast:
         eager = _Demoted(owner.fn)
         probe.fast_run = _runner(entry, owner.name, index, "graph", eager.run_slow)
-        probe.eager_run = _runner(entry, owner.name, index, "eager", eager.run_slow)
+        probe.eager_run = _runner(entry, owner.name, index, "eager", eager.run_slow, probe.on_demote is not None)
+    if probe.on_demote is not None:  # built now: the traced call's arguments are released once it is published
+        saved = entry.check, entry.alias
+        take_every_call(entry)
+        probe.demoted = owner._build_runner(entry, index)
+        entry.check, entry.alias = saved
     entry.probe = probe
     entry.fast = False
 
@@ -141,12 +148,16 @@ class _Demoted:
         raise AssertionError("the graph twin is fast: it never ends here")
 
 
-def _runner(entry: Entry, name: str, index: int, mode: str, slow: Callable[..., Any]) -> Any:
+def _runner(entry: Entry, name: str, index: int, mode: str, slow: Callable[..., Any], every_call: bool = False
+            ) -> Any:
     """A dispatch runner over a copy of ``entry`` as it runs in ``mode``: "graph" (the fast path) or "eager" (as a
-    demoted entry, ending in ``slow``); the entry's checks, then the path timed. None where the entry has no runner
-    (the generic path: both sides pay the same lookup)."""
+    demoted entry, ending in ``slow``); the entry's checks (``every_call``: the layout alone, as a demoted entry
+    checks it: hot_recompiles.take_every_call), then the path timed. None where the entry has no runner (the generic
+    path: both sides pay the same lookup)."""
     twin = copy.copy(entry)
     twin.mode, twin.fast, twin.probe = mode, mode == "graph", None
+    if every_call:
+        take_every_call(twin)
     runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
     return runner
 
@@ -162,6 +173,9 @@ class Probe:
         self.eager: list[float] = []
         self.fast_run: Any = None  # the runners timed for an entry on the fast path (module docstring)
         self.eager_run: Any = None
+        # The owner's hook on a demotion, and the runner it then gives the entry (checking the layout alone).
+        self.on_demote: Callable[[Entry, Any], None] | None = None
+        self.demoted: Any = None
 
     def run(self, entry: Entry, graph: Callable[[], Any], eager: Callable[[], Any], user_args: tuple,
             user_kwargs: dict[str, Any]) -> Any:
@@ -219,6 +233,9 @@ class Probe:
                     "runs eagerly (tier_down=False keeps the graph)")
             entry.measured = text
             entry.demote(BreakReason(text, *self.where))
+            if self.on_demote is not None:
+                entry.probe = None
+                self.on_demote(entry, self.demoted)
         else:
             text = f"measured: compiled {c * 1e6:.1f} us, eager {e * 1e6:.1f} us per call over {counts}; runs compiled"
             entry.measured = text

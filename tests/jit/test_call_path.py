@@ -182,7 +182,7 @@ def test_the_driver_runs_inline_in_the_call_function() -> None:
     for fn, make in ((relu, lambda: [rng.standard_normal(32).astype(np.float32)]),
                      (_two, lambda: [rng.standard_normal(16), rng.standard_normal(16)]),
                      (_scalar, lambda: [rng.standard_normal(8)]),
-                     (_adam, lambda: [rng.standard_normal(64).astype(np.float32) for _ in range(4)])):
+                     (_adam, lambda: [np.abs(rng.standard_normal(64)).astype(np.float32) for _ in range(4)])):
         f = jitgraph.compile(fn)
         for _ in range(3):
             args = make()

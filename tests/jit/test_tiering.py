@@ -223,3 +223,37 @@ def test_corpus_functions_stay_exact_through_the_probe_and_after(name, monkeypat
     case = next(c for c in corpus.CASES + corpus_numeric.CASES if c.name == name)
     out = harness.run_case(case, backend="cpu", calls=tiering.PROBE_CALLS + 4)
     assert out.wrong == []
+
+
+class _Scaler:
+    """State a guard reads: ``self.k`` (a float) and ``self.table`` (a dict of arrays)."""
+
+    def __init__(self, k):
+        self.k, self.table = k, {"w": np.arange(4.0)}
+
+    def apply(self, x):
+        return x * self.k + self.table["w"]
+
+
+def test_a_demoted_entry_takes_every_call_of_its_layout_without_its_guards():
+    """Once measured slower, an entry checks the layout alone: a call whose guards it would have failed (another
+    ``k``, another dict) runs the function too, equal to eager, instead of tracing a graph to measure again."""
+    cf = jitgraph.compile(_Scaler.apply, tier_down=True)
+    x, s = np.arange(4.0), _Scaler(2.0)
+    cf(s, x)
+    entry = cf.entries[0]
+    _slowed(entry)
+    for _ in range(tiering.PROBE_CALLS + 2):
+        np.testing.assert_array_equal(cf(s, x), _Scaler.apply(s, x))
+    assert entry.mode == "eager" and entry.check is None
+    assert "self.k" not in cf._call.source  # the runner checks the layout, not the guards
+    for other in (_Scaler(3.5), _Scaler(-1.0)):
+        other.table = {"w": np.ones(4), "b": np.zeros(4)}
+        np.testing.assert_array_equal(cf(other, x), _Scaler.apply(other, x))
+    info = cf.cache_info()
+    assert (info.entries, info.recompiles, info.tiered_down) == (1, 0, 1)
+    y = np.arange(6.0).reshape(2, 3)  # another layout: traced and measured afresh
+    s2 = _Scaler(2.0)
+    s2.table = {"w": np.ones(3)}
+    np.testing.assert_array_equal(cf(s2, y), _Scaler.apply(s2, y))
+    assert cf.cache_info().entries == 2
