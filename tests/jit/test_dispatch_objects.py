@@ -295,6 +295,20 @@ def test_guard_rewrite_agrees_and_reads_each_path_once(values: dict) -> None:
         assert not got or got is expected
 
 
+def test_guards_check_structure_before_array_properties() -> None:
+    """Types, dict keys and values first, shapes and dtypes after: an optimiser whose ``m`` holds other keys fails
+    at its keys, before any array of ``w`` is looked at (and the conjunction is the same either way)."""
+    ns: dict[str, Any] = {"K": [("W",), (3,), np.dtype(np.float64), ("a", "b")], "ndarray": np.ndarray}
+    guards = ["type(A[0].w) is ndarray", "A[0].w.shape == K[1]", "A[0].w.dtype == K[2]",
+              "type(A[0].m) is dict", "tuple(A[0].m) == K[0]"]
+    held, _ = straight_line(guards, [], {"A[0]": "a0"}, ns)
+    assert held.index("tuple(") < held.index(".shape") and held.index("tuple(") < held.index(".dtype")
+    for m, w in (({"W": 1}, np.ones(3)), ({"V": 1}, np.ones(3)), ({"W": 1}, np.ones(4)), ({"W": 1}, [1.0])):
+        obj = Reads(m=m, w=w)
+        want = eval(" and ".join(f"({g})" for g in guards), {**ns, "A": (obj,)})
+        assert bool(eval(held, {**ns, "a0": obj})) == bool(want)
+
+
 def test_guard_rewrite_leaves_unmodelled_code_alone() -> None:
     ns: dict[str, Any] = {"K": []}
     held, extras = straight_line(["all(x > 0 for x in A[0].m)", "A[0].m"], ["A[0].m"], {"A[0]": "a0"}, ns)
