@@ -232,7 +232,10 @@ class GroupKernel:
                    for k, (o, s) in enumerate(zip(self.kernel_outputs, out_specs))]
         alias = self._store_through(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
         stream = self._streamed(operands, targets, alias)
-        narrow = rank == 2 and inner_dims == (0,) and sizes[1] > 1  # NumPy sums such columns in their own dtype
+        # NumPy adds rows one after another in the array's dtype where several columns lie contiguous (row-major
+        # operands); a column-major one it sums pairwise down each column: float64 accumulators stay as accurate.
+        narrow = rank == 2 and inner_dims == (0,) and sizes[1] > 1 and \
+            all(abs(v[0]) >= abs(v[1]) for v in virtual if v[0] and v[1])
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
                tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream, narrow)
         kernel = self.modules.get(key)
