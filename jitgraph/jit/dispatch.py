@@ -263,22 +263,18 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
     head = "        if E.compiled is COMPILED and E.build is BUILD:  # as published: the driver"
     parts, wrap = _inline_result(entry)
     run, outs = _run_lines(w, w.ns["RUN"], getattr(entry.compiled, "inline_driver", None))
+    # The driver's outputs: ``o``, or, inlined, by name (the list then built only for the builder).
+    made = "o" if outs is None else "[" + ", ".join(outs) + "]"
+    build = f"            return BUILD({made}, leaves, {ba}, {bk})"
     if not parts:
-        made = "o" if outs is None else "[" + ", ".join(outs) + "]"
-        return [head, *run, f"            return BUILD({made}, leaves, {ba}, {bk})"]
+        return [head, *run, build]
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
-    if outs is not None:  # the driver's output list, by name: built only for the builder
-        return [head + ", the result inline", *run,
-                *(f"            {r} = {outs[k]}" for r, k in zip(names, parts)),
-                f"            if {ready}:",
-                f"                return {_result(names, wrap)}",
-                f"            return BUILD([{', '.join(outs)}], leaves, {ba}, {bk})"]
     return [head + ", the result inline", *run,
-            *(f"            {r} = o[{k}]" for r, k in zip(names, parts)),
+            *(f"            {r} = {f'o[{k}]' if outs is None else outs[k]}" for r, k in zip(names, parts)),
             f"            if {ready}:",
             f"                return {_result(names, wrap)}",
-            f"            return BUILD(o, leaves, {ba}, {bk})"]
+            build]
 
 
 def _run_lines(w: Writer, run: Callable[..., Any], inline: Any) -> tuple[list[str], list[str] | None]:

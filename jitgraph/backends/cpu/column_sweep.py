@@ -67,6 +67,15 @@ def column_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     w.depth -= 1
 
 
+def narrow_columns(rank: int, inner: tuple[int, ...], sizes: tuple[int, ...], strides: list[tuple[int, ...]]) -> bool:
+    """Whether a launch's column sums add in float32 (``KernelSpec.narrow_columns``): NumPy adds rows one after
+    another in the array's dtype where several columns lie contiguous (every operand walking both axes row-major);
+    a column-major operand it sums pairwise down each column, and a single column pairwise too: float64
+    accumulators stay as accurate there. ``strides``: each operand's byte strides along the two axes (0: not
+    walked)."""
+    return rank == 2 and inner == (0,) and sizes[1] > 1 and all(abs(s[0]) >= abs(s[1]) for s in strides if s[0] and s[1])
+
+
 def _accumulator(emit: Any, r: Any) -> np.dtype:
     """The dtype a column's partial of reduction ``r`` accumulates in: float32 for a float32 sum or mean over the
     rows of a matrix with several columns (NumPy's own order and precision there), else the shared rule."""

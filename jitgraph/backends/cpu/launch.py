@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph import config
-from jitgraph.backends.cpu import blas, interrupts, streaming, threads
+from jitgraph.backends.cpu import blas, column_sweep, interrupts, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.compile_gc import collector_paused
@@ -232,10 +232,7 @@ class GroupKernel:
                    for k, (o, s) in enumerate(zip(self.kernel_outputs, out_specs))]
         alias = self._store_through(operands, inplace, targets, specs_views, out_specs, arg_walks, out_arg_walks)
         stream = self._streamed(operands, targets, alias)
-        # NumPy adds rows one after another in the array's dtype where several columns lie contiguous (row-major
-        # operands); a column-major one it sums pairwise down each column: float64 accumulators stay as accurate.
-        narrow = rank == 2 and inner_dims == (0,) and sizes[1] > 1 and \
-            all(abs(v[0]) >= abs(v[1]) for v in virtual if v[0] and v[1])
+        narrow = column_sweep.narrow_columns(rank, inner_dims, sizes, virtual)  # float32 column sums, as NumPy's
         key = (rank, inner_dims, tuple(arg_walks), tuple(out_arg_walks),
                tuple(arrays[v].dtype.str for v, _ in self.uses), tuple(sorted(alias.items())), stream, narrow)
         kernel = self.modules.get(key)

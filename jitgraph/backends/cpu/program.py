@@ -55,6 +55,8 @@ _NDARRAY = {np.ndarray}
 _BASE = operator.attrgetter("base")
 _BLAS_PROGRAM_NOTE = ("whole graph: one Numba function calling BLAS gemv directly, with one loop per fused epilogue "
                       "(blas_program.py; kernel_sources() shows it)")
+# The error state around a driver whose NumPy calls may warn: its first and last lines (``_driver``).
+_ERRSTATE_FRAME = (["    token = _ERRSTATE.set(_IGNORE)", "    try:"], ["    finally:", "        _ERRSTATE.reset(token)"])
 _DRIVER_TITLE = "driver (calls the kernels, BLAS and NumPy in order)"
 
 
@@ -123,7 +125,7 @@ class CpuCompiled:
         self.computed_into = indexing.assignments_into(graph.nodes, self.setitems_in_place, self.numpy_groups,
                                                        set(graph.live_roots()), lambda x: views_of(graph, x))
         self.assigned_by = {s: p for p, s in self.computed_into.items()}
-        self.driver_source, namespace = self._driver(self.inplace)
+        self.driver_source, namespace, inline = self._driver(self.inplace)
         self._fast = namespace["driver"]
         self.blas_program = blas_program.build(graph, options, self._fast) if not self.inplace else None  # BLAS calls
         if self.blas_program is not None:
@@ -139,8 +141,7 @@ class CpuCompiled:
         self.run_direct = self._fast if not self.inplace else self.__call__
         self.run_unaliased = self._fast
         # The driver's body, for a call function to run inline (one Python frame less: ~0.1 us of a 1 us call).
-        self.inline_driver = inline_driver(self._fast, self.driver_source, namespace) \
-            if self.blas_program is None else None
+        self.inline_driver = inline if self.blas_program is None else None
 
     def checked_program(self, leaves: Sequence[Any]) -> tuple[Any, tuple] | None:
         """For a dispatch runner: a function of the leaves and then the outputs, positionally, that checks the leaves'
@@ -294,7 +295,8 @@ class CpuCompiled:
                      f"  # {node.attrs['name']} as NumPy: {self.numpy_groups[node]}")
         return lines
 
-    def _driver(self, inplace: Mapping[Node, dict[int, int]]) -> tuple[str, dict[str, Any]]:
+    def _driver(self, inplace: Mapping[Node, dict[int, int]]
+                ) -> tuple[str, dict[str, Any], InlineDriver | None]:
         graph = self.graph
         names = node_names(graph)
         var = {n: "v" + names[n].lstrip("%") for n in graph.nodes}
@@ -358,21 +360,22 @@ class CpuCompiled:
             lines.append("    return outs")
         else:
             lines.append(f"    return [{outs}]")
+        body, result, errstate = lines[1:-1], lines[-1][len("    return "):], None
         if not all(self._quiet_line(n) for n in graph.nodes):
             # NumPy calls run under the reference interpreter's error state (no floating-point warnings). Setting
             # it costs ~0.5 us a call (the context variable, and each ufunc's cached lookup of it), as much as
             # ``np.maximum`` over 1000 floats: a driver whose NumPy calls can never warn (views, comparisons,
             # maximum, ...; see ``_QUIET``) runs without it.
+            errstate = "token" if _ERRSTATE is not None else "with"
             if _ERRSTATE is not None:
-                lines[1:] = ["    token = _ERRSTATE.set(_IGNORE)", "    try:"] + \
-                    ["    " + line for line in lines[1:]] + ["    finally:", "        _ERRSTATE.reset(token)"]
+                lines[1:] = [*_ERRSTATE_FRAME[0], *("    " + line for line in lines[1:]), *_ERRSTATE_FRAME[1]]
             else:
                 lines[1:] = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in lines[1:]]
         source = "\n".join(lines) + "\n"
         filename = f"<jitgraph driver #{next(_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
-        return source, ns
+        return source, ns, inline_driver(ns["driver"], body, result, errstate, ns)
 
 
 class InlineDriver(NamedTuple):
@@ -388,29 +391,25 @@ class InlineDriver(NamedTuple):
     names: dict[str, Any]
 
 
-def inline_driver(fn: Callable[..., Any], source: str, namespace: dict[str, Any]) -> InlineDriver | None:
-    """The driver ``fn`` (generated from ``source`` into ``namespace``) as lines to inline, or None where it is not
-    straight-line code ending in its only ``return``, possibly under the error state's ``try``/``finally``
-    (``_driver``): then the lines keep that frame, and the result (names only) is read after it."""
-    lines = source.rstrip("\n").splitlines()[1:]
-    frame = ["    token = _ERRSTATE.set(_IGNORE)", "    try:"], ["    finally:", "        _ERRSTATE.reset(token)"]
-    wrapped = lines[:2] == frame[0] and lines[-2:] == frame[1]
-    if wrapped:
-        lines = [line[4:] for line in lines[2:-2]]
-    if not lines or not lines[-1].startswith("    return "):
+def inline_driver(fn: Callable[..., Any], body: list[str], result: str, errstate: str | None,
+                  namespace: dict[str, Any]) -> InlineDriver | None:
+    """The driver ``fn`` as lines to inline: its ``body`` (the lines between ``def`` and its one ``return result``,
+    as ``_driver`` wrote them) and, under the error state's ``try``/``finally`` (``errstate`` "token"), that frame,
+    with the result (names only) read after it; None for the ``with np.errstate`` form, or where a line is not
+    straight-line code."""
+    if errstate == "with" or (errstate and not re.fullmatch(r"\w+|\[\w+(?:, \w+)*\]", result)):
         return None
-    body, result = lines[:-1], lines[-1][len("    return "):]
+    body = list(body)
     if body and body[0].endswith(" = args"):
         body[0] = body[0][: -len("args")] + "leaves"
     for line in body:
         text = line.strip()
         if text.startswith(("return", "try:", "with ", "finally:", "yield")) or re.search(r"\bargs\b", text):
             return None
-    if wrapped and not re.fullmatch(r"\w+|\[\w+(?:, \w+)*\]", result):
-        return None
     body = [line[4:] for line in body]
-    if wrapped:
-        body = [frame[0][0][4:], "try:", *("    " + line for line in body or ["pass"]), *(x[4:] for x in frame[1])]
+    if errstate:
+        body = [*(x[4:] for x in _ERRSTATE_FRAME[0]), *("    " + line for line in body or ["pass"]),
+                *(x[4:] for x in _ERRSTATE_FRAME[1])]
     # The driver's locals renamed apart from the call function's (``v3`` -> ``_v3``: its checks name theirs ``v0``...).
     local = re.compile(r"\b(v\d\w*|token|outs)\b")
     body, result = [local.sub(r"_\1", line) for line in body], local.sub(r"_\1", result)
