@@ -207,23 +207,21 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     # An entry that takes every call of its key (a catch-all, a demoted one: hot_recompiles.py) runs eagerly: its
     # hit calls the function first, without the leaves list the graph paths need (~0.05 us of a ~1 us call).
     eager_first = entry.alias is ANY_ALIAS and checked is None and bool(eager)
+    # The leaves list is built only where it is read: the direct hit passes the leaves by name (~0.03 us).
     leaves = f"    leaves = [{', '.join(w.leaves)}]"
     if eager_first:
         w.lines += ["    next(HITS)", *eager]
-    if checked is None:
-        w.lines.append(leaves)
     w.aliasing(entry, exact=entry.alias is not None)
     ba, bk = ("A", "KW") if given is None else (pa, pk)  # the arguments as the graph sees them (ints wrapped)
     direct = _direct_lines(entry, w, ba, bk)
     if checked is not None and direct:
         w.lines += _program_lines(entry, w, checked)
-    if checked is not None:  # the list only past the program's hit
-        w.lines.append(leaves)
     if w.deferred:
         w.lines += w.deferred
-    w.lines += ([] if eager_first else ["    next(HITS)"]) + ["    if E.fast:"]
+    if not eager_first:
+        w.lines.append("    next(HITS)")
     w.lines += direct
-    w.lines.append(f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})")
+    w.lines += [leaves, "    if E.fast:", f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})"]
     w.lines += [] if eager_first else eager
     w.lines.append(f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})")
     return w
@@ -248,8 +246,8 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
     -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
     Other results, and replayed side effects (an attribute or a dict entry stored), go to the builder.
 
-    Both are checked at call time (``E.compiled is COMPILED and E.build is BUILD``), so a demotion or a stub takes
-    effect at once, and a value the inline code does not expect (not an ndarray: a device array, a scalar) goes to
+    Both are checked at call time (``E.go is COMPILED``: the entry runs fast, its published builder, and this
+    compiled graph, ``Entry.go``), so a demotion or a stub takes effect at once, and a value the inline code does not expect (not an ndarray: a device array, a scalar) goes to
     the builder. Not for resumable graphs, whose artifact and builder do more. Together ~0.4 us of a ~2 us small
     call."""
     traced = entry.traced
@@ -260,37 +258,47 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
     run = getattr(entry.compiled, "run_unaliased", None) if entry.alias is None else None
     w.ns.update(COMPILED=entry.compiled, BUILD=entry.build,
                 RUN=run or getattr(entry.compiled, "run_direct", entry.compiled))
-    head = "        if E.compiled is COMPILED and E.build is BUILD:  # as published: the driver"
+    head = "    if E.go is COMPILED:  # as published: the driver"
     parts, wrap = _inline_result(entry)
-    run, outs = _run_lines(w, w.ns["RUN"], getattr(entry.compiled, "inline_driver", None))
+    run, outs = _run_lines(w, w.ns["RUN"], getattr(entry.compiled, "inline_driver", None), w.leaves)
     # The driver's outputs: ``o``, or, inlined, by name (the list then built only for the builder).
     made = "o" if outs is None else "[" + ", ".join(outs) + "]"
-    build = f"            return BUILD({made}, leaves, {ba}, {bk})"
+    build = [f"        leaves = [{', '.join(w.leaves)}]", f"        return BUILD({made}, leaves, {ba}, {bk})"]
     if not parts:
-        return [head, *run, build]
+        return [head, *run, *build]
     names = [f"r{j}" for j in range(len(parts))]
     ready = " and ".join(f"type({r}) is ndarray" for r in names)
     return [head + ", the result inline", *run,
-            *(f"            {r} = {f'o[{k}]' if outs is None else outs[k]}" for r, k in zip(names, parts)),
-            f"            if {ready}:",
-            f"                return {_result(names, wrap)}",
-            build]
+            *(f"        {r} = {f'o[{k}]' if outs is None else outs[k]}" for r, k in zip(names, parts)),
+            f"        if {ready}:",
+            f"            return {_result(names, wrap)}",
+            *build]
 
 
-def _run_lines(w: Writer, run: Callable[..., Any], inline: Any) -> tuple[list[str], list[str] | None]:
+def _run_lines(w: Writer, run: Callable[..., Any], inline: Any, leaves: list[str]
+               ) -> tuple[list[str], list[str] | None]:
     """``o = RUN(leaves)``, or the driver's own lines in its place where the backend offers them for exactly the
     function ``RUN`` is (``inline``: the CPU backend's ``InlineDriver``) and its names do not clash with the call
     function's: a Python frame, an argument list and a call less (~0.1 us of a 1.5 us ``np.maximum`` over 1000
     floats). The lines are the driver's, so the call function's source shows what runs. With them, the names of
     the driver's outputs where it returns a list of names (``[v3, v7]``), else None (``o`` holds them)."""
+    listing = "[" + ", ".join(leaves) + "]"
     if inline is None or inline.fn is not run or any(k in w.ns and w.ns[k] is not v for k, v in inline.names.items()):
-        return ["            o = RUN(leaves)"], None
+        return [f"        o = RUN({listing})"], None
     w.ns.update(inline.names)
-    lines = ["            # the driver, inline", *(" " * 12 + line for line in inline.lines)]
+    # The driver unpacks its leaves from a list (``_v0, _v1 = leaves``): here they are the call's names.
+    body = list(inline.lines)
+    for i, line in enumerate(body):
+        if line.endswith(" = leaves"):
+            body[i] = line[: -len("leaves")] + (f"{', '.join(leaves)}," if leaves else "()")
+            break
+    if any(re.search(r"\bleaves\b", line) for line in body):  # read otherwise too: the list first
+        body.insert(0, f"leaves = {listing}")
+    lines = ["        # the driver, inline", *(" " * 8 + line for line in body)]
     listed = re.fullmatch(r"\[(\w+(?:, \w+)*)\]", inline.result)
     if listed:
         return lines, listed.group(1).split(", ")
-    return [*lines, f"            o = {inline.result}"], None
+    return [*lines, f"        o = {inline.result}"], None
 
 
 def _inline_result(entry: Entry) -> tuple[list[int], str | None]:
@@ -329,13 +337,13 @@ def _program_lines(entry: Entry, w: Writer, checked: tuple[Any, tuple]) -> list[
     has them unboxed, where each ``shape``/``strides`` read here builds a tuple (~0.3 us an array). The runner
     allocates the outputs (cheaper than Numba boxing arrays it allocated); the program returns False for other
     shapes or strides and raises TypeError for other dtypes or layouts (it compiles nothing more): a miss either
-    way, which the generic path then decides. Only for the entry as published (``E.compiled is COMPILED``);
+    way, which the generic path then decides. Only for the entry as published (``E.go is COMPILED``);
     otherwise the full checks follow."""
     function, outputs = checked
     parts, wrap = _inline_result(entry)
     w.ns.update(CHECKED=function, EMPTY=np.empty, **{f"OD{k}": dtype for k, (_, dtype) in enumerate(outputs)})
     outs = [f"r{k}" for k in range(len(outputs))]
-    return ["    if E.fast and E.compiled is COMPILED and E.build is BUILD:  # Numba checks shapes and strides",
+    return ["    if E.go is COMPILED:  # as published: Numba checks shapes and strides",
             *(f"        {r} = EMPTY({n}, OD{k})" for k, (r, (n, _)) in enumerate(zip(outs, outputs))),
             "        try:",
             f"            ran = CHECKED({', '.join(w.arrays + outs)})",

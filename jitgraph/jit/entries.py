@@ -19,6 +19,9 @@ from jitgraph.jit.stages import Compiled, Lowered, Traced, alias_texts
 from jitgraph.tracer.guards import GuardSet
 
 
+_GO_PARTS = frozenset({"fast", "compiled", "build", "stage"})
+
+
 @dataclass
 class Entry:
     """One cache entry, made from the :class:`Traced` of its first call: found by ``key`` and ``check`` (the
@@ -61,6 +64,16 @@ class Entry:
     # Replaced by an eager entry that takes every call it would (hot_recompiles.py): out of the dispatch table and
     # the runners, kept in ``entries`` for inspection.
     retired: bool = False
+    # ``compiled`` while the entry runs it directly with its published builder (``fast``, and ``build`` the stage's),
+    # else None: what a dispatch runner's hit checks, one read instead of three (``__setattr__`` keeps it).
+    go: CompiledGraph | None = field(init=False, default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _GO_PARTS:
+            stage = self.stage
+            ready = self.fast and stage is not None and self.build is stage.build
+            object.__setattr__(self, "go", self.compiled if ready else None)
 
     def __post_init__(self) -> None:
         self.key, self.check, self.alias = self.traced.key, self.traced.check, self.traced.alias

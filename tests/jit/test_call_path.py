@@ -224,3 +224,52 @@ def test_a_python_constant_beside_an_array_is_a_0d_array_of_its_dtype() -> None:
 
 def _total(a):
     return np.maximum(a.sum(), 0) * 2
+
+
+def test_the_compiled_function_is_called_in_c_and_keeps_the_users_face() -> None:
+    """A call goes straight to the call function (``functools.partial``'s C call, no Python ``__call__``), whose
+    replacement in place takes effect; the object still shows the user's signature, name and docstring, binds as a
+    method, and its ``repr`` is not a partial's."""
+    import functools
+    import inspect
+
+    def scale(x, k=3.0):
+        """Scale x."""
+        return x * k
+
+    f = jitgraph.compile(scale)
+    assert "__call__" not in vars(CompiledFunction)
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(f(x), scale(x))
+    assert f._call is f.func and "call_entry" in f._call.__name__
+    assert inspect.signature(f) == inspect.signature(scale)
+    assert f.__name__ == "scale" and f.__doc__ == "Scale x." and f.args == () and f.keywords == {}
+    assert repr(f).startswith("<jitgraph.jit.function.CompiledFunction object at")
+    seen = []
+    f._call = lambda *a, **k: seen.append((a, k)) or "stub"
+    assert f(x, k=2.0) == "stub" and seen == [((x,), {"k": 2.0})]
+    assert f.__name__ == "scale" and f.fn is scale  # the instance's attributes survive the swap
+    f._clear()
+    np.testing.assert_array_equal(f(x, 2.0), scale(x, 2.0))
+    assert isinstance(f, functools.partial)
+
+    class Layer:
+        w = 2.0
+
+        @jitgraph.compile
+        def forward(self, x):
+            return x * self.w
+
+    np.testing.assert_array_equal(Layer().forward(x), x * 2.0)
+
+
+def test_a_hit_builds_no_leaves_list() -> None:
+    """The call function's direct hit passes the leaves by name; the list is built only where it is read (the
+    builder, the non-direct paths), and a result the inline code does not expect still goes to the builder."""
+    f = jitgraph.compile(relu)
+    x = np.arange(-3.0, 3.0)
+    np.testing.assert_array_equal(f(x), relu(x))
+    hit = f._call.source.split("if E.go is COMPILED:")[1].split("return r0")[0]
+    assert "leaves" not in hit
+    s = jitgraph.compile(_total)
+    assert s(x) == _total(x) and type(s(x)) is type(_total(x))
