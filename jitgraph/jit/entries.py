@@ -18,7 +18,7 @@ from jitgraph.jit.effects import FAST, raise_policy
 from jitgraph.jit.stages import Compiled, Lowered, Traced, alias_texts
 from jitgraph.tracer.guards import GuardSet
 
-
+# What ``Entry.go`` is made of: setting any of them recomputes it.
 _GO_PARTS = frozenset({"fast", "compiled", "build", "stage"})
 
 

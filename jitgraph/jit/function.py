@@ -19,7 +19,7 @@ import itertools
 import logging
 import sys
 import types
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from jitgraph.errors import BackendError
 from jitgraph.jit import effects, hot_recompiles, tiering
@@ -72,7 +72,7 @@ class CompiledFunction(DynamicPolicy, Inspection, functools.partial):
     is the generated call function of the first runner's entry (``_call``); nothing else of the partial is used:
     no bound arguments, our own ``__reduce__``, ``__get__`` and ``repr``."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> CompiledFunction:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         return functools.partial.__new__(cls, _unready)
 
     __repr__ = object.__repr__
