@@ -92,11 +92,12 @@ class Writer:
             v, dtype = self.local(expr), self.const(value.dtype)
             self.know(path, v)
             why = f"{label}: {value.dtype}{list(value.shape)}, strides {value.strides}"
-            # One dimension: ``ndim`` and ``len`` read two C ints, where ``shape`` builds a tuple to compare.
-            shape = (f"{v}.ndim != 1 or len({v}) != {value.shape[0]}" if value.ndim == 1 else
-                     f"{v}.shape != {value.shape!r}")
-            full = (f"type({v}) is not ndarray or {shape} or {v}.strides != {value.strides!r} or "
-                    f"({v}.dtype is not {dtype} and {v}.dtype != {dtype})")
+            # One dimension: the strides (one entry per dimension) say ``ndim`` is 1, and ``len`` reads a C int where
+            # ``shape`` builds a tuple to compare (~0.01 us each).
+            strides = f"{v}.strides != {value.strides!r}"
+            shape = (f"{strides} or len({v}) != {value.shape[0]}" if value.ndim == 1 else
+                     f"{v}.shape != {value.shape!r} or {strides}")
+            full = f"type({v}) is not ndarray or {shape} or ({v}.dtype is not {dtype} and {v}.dtype != {dtype})"
             if self.deferred is None:
                 self.fail_if(full, why)
             else:  # only the type here, all at once (``types``); the rest in Numba, or after it (``deferred``)
