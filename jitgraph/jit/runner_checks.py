@@ -200,12 +200,14 @@ class Writer:
         extras = [x for x in self.extras if x not in dropped]
         if len(arrays) + len(extras) < (1 if pairs else 2):
             return
-        pad = "    "
-        if not extras:  # first, the usual call: distinct arrays that own their memory
-            same = _coincide(arrays, "is", "id({})")
-            owning = f"not ({' and '.join(f'{a}.base is None' for a in arrays)})"
-            self.lines.append(f"    if {' or '.join([owning, *same])}:  # not all distinct arrays owning their memory")
-            pad = "        "
+        # First, the usual call: distinct arrays that own their memory (an attribute's or a global's value among
+        # them, where it is such an array), which share none; else the owners below.
+        same = _coincide(arrays + extras, "is", "id({})")
+        owning = " and ".join([*(f"{a}.base is None" for a in arrays),
+                               *(f"type({x}) is ndarray and {x}.base is None" for x in extras)])
+        self.lines.append(f"    if {' or '.join([f'not ({owning})', *same])}:  # not all distinct arrays owning "
+                          "their memory")
+        pad = "        "
         owners = []
         for k, a in enumerate(arrays):  # the owner of each array's memory; 0 where it comes through another object
             self.lines.append(f"{pad}o{k} = id({a}) if (b := {a}.base) is None else "
