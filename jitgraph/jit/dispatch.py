@@ -60,13 +60,14 @@ _ids = itertools.count(1)
 Runner = Callable[[tuple, dict[str, Any]], Any]
 
 
-def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slow: Callable[..., Any]
-                 ) -> tuple[Runner | None, tuple[int | str, ...]]:
+def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slow: Callable[..., Any],
+                 every_call: bool = False) -> tuple[Runner | None, tuple[int | str, ...]]:
     """The runner of ``entry`` (None where some argument has no straight-line check), and the top-level positions
     where the traced call had a plain int in the dynamic range (once such a position is dynamic, the generic path
     wraps it and can never find this entry: see :func:`runners`). Call at publication, while the traced call's
-    arguments are still there."""
-    w = _write(entry, hits, slow, None)
+    arguments are still there. ``every_call``: the checks of the entry once demoted (the layout alone:
+    hot_recompiles.take_every_call), built before it is."""
+    w = _write(entry, hits, slow, None, every_call=every_call)
     if w is None:
         return None, ()
     fn_name = f"run_entry_{index}"
@@ -78,7 +79,7 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
 
 
 def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, hits: itertools.count,
-               slow: Callable[..., Any]) -> Callable[..., Any] | None:
+               slow: Callable[..., Any], every_call: bool = False) -> Callable[..., Any] | None:
     """The compiled function's whole call, for when ``entry`` is the first to try: its runner's checks with the
     arguments as the function's own parameters (positional-only, so a keyword call is never mistaken for a
     positional one), no ``*args``/``**kwargs`` tuple and dict to unpack, no loop over runners, no second Python
@@ -93,7 +94,7 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
         return None
     n = len(traced.args)
     given = "(" + "".join(f"a{i}, " for i in range(n)) + ")"
-    w = _write(entry, hits, slow, given)
+    w = _write(entry, hits, slow, given, every_call=every_call)
     if w is None:
         return None
     w.ns.update(SELF=owner, RUNNER=runner, NO=_NO)
@@ -102,8 +103,8 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
     call = _define(fn_name, _call_header(fn_name, doc, n) + w.lines, w.ns, f"{name} call {index}", in_package=True)
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
-    tail = _write(entry, hits, slow, given, miss=(f"return AFTER({given}, kw)", "return MISS"))
-    if tail is not None and _checked_program(entry) is None:
+    tail = _write(entry, hits, slow, given, miss=(f"return AFTER({given}, kw)", "return MISS"), every_call=every_call)
+    if tail is not None and _checked_program(entry, _dispatch_fields(entry, every_call)[0]) is None:
         params = ", ".join([*(f"a{i}" for i in range(n)), *(f"v{k}" for k in range(tail.layout_locals)), "kw"])
         fn_name = f"tail_entry_{index}"
         header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
@@ -156,8 +157,14 @@ def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_p
     return fn
 
 
+def _dispatch_fields(entry: Entry, every_call: bool) -> tuple[Any, Any]:
+    """The entry's compiled guards and aliasing pattern as its runner checks them: as they are, or (``every_call``)
+    as ``hot_recompiles.take_every_call`` leaves them, none and any."""
+    return (None, ANY_ALIAS) if every_call else (entry.check, entry.alias)
+
+
 def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given: str | None,
-           miss: tuple[str, str] | None = None) -> Writer | None:
+           miss: tuple[str, str] | None = None, every_call: bool = False) -> Writer | None:
     """The body's lines (the layout, guards, aliasing, then the run) of a runner, or, with ``given`` (the tuple
     expression of the parameters ``a0, a1, ...``), of a call function: its arguments are parameters already, and
     "not this entry" goes on to the other entries instead of returning MISS (or says ``miss``: what the layout
@@ -165,7 +172,8 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     traced = entry.traced
     args, kwargs = traced.args, traced.kwargs
     w = Writer()
-    checked = _checked_program(entry)
+    guarded, alias = _dispatch_fields(entry, every_call)
+    checked = _checked_program(entry, guarded)
     if checked is not None:
         w.deferred = []
     if given is None:
@@ -200,20 +208,20 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     if traced.dynamic:  # the guards, the graph and the result builder see the dynamic ints wrapped
         w.ns["view"], w.ns["DYNAMIC"] = view, traced.dynamic
         w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
-    if entry.check is not None:
+    if guarded is not None:
         w.guards(entry)
     w.ns.update(E=entry, HITS=hits, SLOW=slow)
     eager = _eager_lines(w, slow, pa, pk)
     # An entry that takes every call of its key (a catch-all, a demoted one: hot_recompiles.py) runs eagerly: its
     # hit calls the function first, without the leaves list the graph paths need (~0.05 us of a ~1 us call).
-    eager_first = entry.alias is ANY_ALIAS and checked is None and bool(eager)
+    eager_first = alias is ANY_ALIAS and checked is None and bool(eager)
     # The leaves list is built only where it is read: the direct hit passes the leaves by name (~0.03 us).
     leaves = f"    leaves = [{', '.join(w.leaves)}]"
     if eager_first:
         w.lines += ["    next(HITS)", *eager]
-    w.aliasing(entry, exact=entry.alias is not None)
+    w.aliasing(alias, exact=alias is not None)
     ba, bk = ("A", "KW") if given is None else (pa, pk)  # the arguments as the graph sees them (ints wrapped)
-    direct = _direct_lines(entry, w, ba, bk)
+    direct = _direct_lines(entry, w, ba, bk, alias)
     if checked is not None and direct:
         w.lines += _program_lines(entry, w, checked)
     if w.deferred:
@@ -240,7 +248,7 @@ def _eager_lines(w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[
             f"        return FN{pa}" if pa.startswith("(") else f"        return FN(*{pa}, **{pk})"]  # kw: empty there
 
 
-def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
+def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str, alias: Any) -> list[str]:
     """The hit of an entry as published, without the layers: the backend's ``run_direct`` callable (the CPU driver
     itself, not the object wrapping it) and, for the usual return values -- an array, or a tuple or list of arrays
     -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
@@ -255,7 +263,7 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str) -> list[str]:
         return []
     # An entry traced without aliasing runs only on leaves that share no memory (the check above): the backend may
     # then skip its own overlap check (``run_unaliased``).
-    run = getattr(entry.compiled, "run_unaliased", None) if entry.alias is None else None
+    run = getattr(entry.compiled, "run_unaliased", None) if alias is None else None
     w.ns.update(COMPILED=entry.compiled, BUILD=entry.build,
                 RUN=run or getattr(entry.compiled, "run_direct", entry.compiled))
     head = "    if E.go is COMPILED:  # as published: the driver"
@@ -317,7 +325,7 @@ def _inline_result(entry: Entry) -> tuple[list[int], str | None]:
     return [], None
 
 
-def _checked_program(entry: Entry) -> Any | None:
+def _checked_program(entry: Entry, guarded: Any) -> Any | None:
     """The backend's function that checks the arrays' shapes and strides itself and runs the graph (CpuCompiled's
     ``checked_program``: a BLAS program), for an entry whose arguments are all positional arrays, the leaves as
     they are (no dynamic ints, no globals read by the guards); else None."""
@@ -325,7 +333,7 @@ def _checked_program(entry: Entry) -> Any | None:
     make = getattr(entry.compiled, "checked_program", None)
     if make is None or traced.dynamic or traced.kwargs or traced.resumable or traced.object_effects:
         return None
-    if entry.check is not None and entry.guards.extra_inputs:
+    if guarded is not None and entry.guards.extra_inputs:
         return None
     if not traced.args or not all(type(a) is np.ndarray for a in traced.args) or not _inline_result(entry)[0]:
         return None

@@ -318,11 +318,12 @@ class CompiledFunction(DynamicPolicy, Inspection, functools.partial):
         self._covered = covers(self.entries, self._runners)
         self._streak.published(count_value(self._hits))
 
-    def _build_runner(self, entry: Entry, index: int) -> tuple[Any, tuple]:
-        """The runner (with its call function) and plain-int positions of ``entry``, from its traced call."""
-        runner, plain = build_runner(entry, self.name, index, self._hits, self._run_slow)
+    def _build_runner(self, entry: Entry, index: int, every_call: bool = False) -> tuple[Any, tuple]:
+        """The runner (with its call function) and plain-int positions of ``entry``, from its traced call
+        (``every_call``: the runner it will have once demoted, dispatch.build_runner)."""
+        runner, plain = build_runner(entry, self.name, index, self._hits, self._run_slow, every_call)
         if runner is not None:
-            runner.call = build_call(entry, runner, self, self.name, index, self._hits, self._run_slow)
+            runner.call = build_call(entry, runner, self, self.name, index, self._hits, self._run_slow, every_call)
         return runner, plain
 
     def _measured_eager(self, entry: Entry, demoted: tuple[Any, tuple] | None) -> None:

@@ -179,15 +179,16 @@ class Writer:
         if path is not None:
             self.known[ast.unparse(ast.parse(path, mode="eval"))] = local
 
-    def aliasing(self, entry: Entry, exact: bool) -> None:
+    def aliasing(self, alias: tuple | None, exact: bool) -> None:
         """Unrolled owner comparison (``keys.alias_pattern``'s first pass) for an entry whose arrays share no
         memory, or whose pattern is some arrays passed more than once (``x`` as ``CACHE['last']``: checked by
         identity, then one array of each kind by owner); ``alias_pattern`` itself where that pass cannot decide,
-        or for patterns with overlapping views. None for a catch-all entry (hot_recompiles.py): any aliasing."""
-        if entry.alias is ANY_ALIAS:
+        or for patterns with overlapping views. ``alias``: the entry's pattern; ANY_ALIAS for a catch-all entry
+        (hot_recompiles.py): any aliasing, nothing checked."""
+        if alias is ANY_ALIAS:
             return
-        pairs = _same_pairs(entry.alias) if exact else []
-        check = f"alias_pattern([{', '.join(self.leaves)}])" + (f" != {self.const(entry.alias)}" if exact else
+        pairs = _same_pairs(alias) if exact else []
+        check = f"alias_pattern([{', '.join(self.leaves)}])" + (f" != {self.const(alias)}" if exact else
                                                                  " is not None")
         if pairs is None:
             self.fail_if(check, "aliasing as traced")

@@ -57,7 +57,6 @@ from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.dispatch import MISS, build_runner
 from jitgraph.jit.effects import FAST
 from jitgraph.jit.entries import Entry
-from jitgraph.jit.hot_recompiles import take_every_call
 from jitgraph.jit.resume import ResumableArtifact
 
 log_perf = logging.getLogger("jitgraph.perf")
@@ -125,10 +124,7 @@ def start(owner: Any, entry: Entry, index: int) -> None:
         probe.fast_run = _runner(entry, owner.name, index, "graph", eager.run_slow)
         probe.eager_run = _runner(entry, owner.name, index, "eager", eager.run_slow, probe.on_demote is not None)
     if probe.on_demote is not None:  # built now: the traced call's arguments are released once it is published
-        saved = entry.check, entry.alias
-        take_every_call(entry)
-        probe.demoted = owner._build_runner(entry, index)
-        entry.check, entry.alias = saved
+        probe.demoted = owner._build_runner(entry, index, every_call=True)
     entry.probe = probe
     entry.fast = False
 
@@ -156,9 +152,7 @@ def _runner(entry: Entry, name: str, index: int, mode: str, slow: Callable[..., 
     path: both sides pay the same lookup)."""
     twin = copy.copy(entry)
     twin.mode, twin.fast, twin.probe = mode, mode == "graph", None
-    if every_call:
-        take_every_call(twin)
-    runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
+    runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow, every_call)
     return runner
 
 
