@@ -202,10 +202,12 @@ class Writer:
         if len(arrays) + len(extras) < (1 if pairs else 2):
             return
         # First, the usual call: distinct arrays that own their memory (an attribute's or a global's value among
-        # them, where it is such an array), which share none; else the owners below.
+        # them, where it is such an array or a Python number), which share none; else the owners below. (Two equal
+        # numbers may be one object: the owners then decide, a false alarm, never a miss of real sharing.)
         same = _coincide(arrays + extras, "is", "id({})")
         owning = " and ".join([*(f"{a}.base is None" for a in arrays),
-                               *(f"type({x}) is ndarray and {x}.base is None" for x in extras)])
+                               *(f"(type({x}) is ndarray and {x}.base is None or type({x}) is int or "
+                                 f"type({x}) is float)" for x in extras)])  # a number has no memory
         self.lines.append(f"    if {' or '.join([f'not ({owning})', *same])}:  # not all distinct arrays owning "
                           "their memory")
         pad = "        "

@@ -390,3 +390,28 @@ def test_arrays_passed_twice_pick_the_entry_the_generic_path_finds(calls: list[t
         args = (layer, x, y)
         runner_pick_matches_generic(f, args)
         np.testing.assert_array_equal(f(*args), add_attribute(layer, x, y))
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.w = np.arange(4.0)
+        self.t = 3
+
+    def step(self, x: np.ndarray) -> np.ndarray:
+        self.w *= 0.5
+        return self.w * self.t + x
+
+
+def test_a_number_read_from_an_attribute_keeps_the_one_test_aliasing_path() -> None:
+    """An int attribute beside an array attribute: the runner's first aliasing test accepts it (a number has no
+    memory), and passing the attribute's own array as the argument still goes to the exact check, like eager."""
+    eager, comp = _Counter(), _Counter()
+    f = jitgraph.compile(_Counter.step)
+    for k in range(3):
+        x = np.ones(4) * k
+        np.testing.assert_array_equal(f(comp, x), eager.step(x))
+        np.testing.assert_array_equal(comp.w, eager.w)
+    source = runner_source(f.entries[-1])
+    assert "type(x0) is int or type(x0) is float" in source or "type(x1) is int or type(x1) is float" in source
+    np.testing.assert_array_equal(f(comp, comp.w), eager.step(eager.w))
+    np.testing.assert_array_equal(comp.w, eager.w)
