@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from jitgraph.jit import exclusive_guards
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.hot_recompiles import ANY_ALIAS
 from jitgraph.jit.runner_checks import MISS, Unsupported, Writer
@@ -109,7 +110,9 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
         fn_name = f"tail_entry_{index}"
         header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
         run = _define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
-        call.group = _Tail(entry.key, tail.lines[:tail.split], tail.ns, params, run, owner, name, index, n)
+        guarded = _dispatch_fields(entry, every_call)[0] is not None
+        call.group = _Tail(entry.key, tail.lines[:tail.split], tail.ns, params, run, owner, name, index, n,
+                           exclusive_guards.facts(entry.guards) if guarded else None)
     return call
 
 
@@ -125,6 +128,7 @@ class _Tail(NamedTuple):
     name: str
     index: int
     n: int
+    facts: dict | None  # what its guards pin per path (exclusive_guards.facts); None without guards
 
 
 def _call_header(fn_name: str, doc: str, n: int) -> list[str]:
@@ -414,8 +418,10 @@ def _group_call(out: list[Runner]) -> Callable[..., Any] | None:
     once, then each entry's tail (guards, aliasing, run) in publication order, where trying the entries one by one
     checks the layout again for each (~1-3 us). Exact: entries with one key have the very same layout checks
     (their lines and constants are compared here), and the generic path tries them in this order too; a call none
-    takes goes on to the runners past the group, then the generic path. None where fewer than two entries
-    qualify."""
+    takes goes on to the runners past the group, then the generic path. Where every two of the entries' guards
+    contradict each other (jit/exclusive_guards.py: the first call's ``self.m == {}``, every later call's four keys),
+    at most one can match a call, so the latest is tried first: the usual call no longer fails the first call's
+    guards on its way. None where fewer than two entries qualify."""
     tails = []
     for runner in out:
         tail = getattr(_own_call(runner), "group", None)
@@ -430,7 +436,9 @@ def _group_call(out: list[Runner]) -> Callable[..., Any] | None:
     fn_name = f"call_group_{first.index}"
     doc = f"{first.name} when entries {', '.join(str(t.index) for t in tails)} (one key) are first."
     lines = _call_header(fn_name, doc, first.n) + first.layout
-    for j, tail in enumerate(tails):
+    facts = [t.facts for t in tails]
+    order = tails[::-1] if all(f is not None for f in facts) and exclusive_guards.pairwise_exclusive(facts) else tails
+    for j, tail in enumerate(order):
         ns[f"T{j}"] = tail.run
         lines += [f"    r = T{j}({tail.params})  # entry {tail.index}: its guards, aliasing and run",
                   "    if r is not MISS:", "        return r"]
