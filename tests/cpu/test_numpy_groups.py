@@ -83,6 +83,38 @@ def test_cost_model_estimates():
     assert numpy_is_enough(big) is None  # a kernel split across threads
 
 
+def _dense_relu(x, w, b):
+    return np.maximum(x @ w + b, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_tiny_product_with_its_epilogue_runs_as_numpy(dtype):
+    """``x @ w + b`` over 5x4 @ 4x6: the product and its two ops as NumPy calls (the launch would cost more), the
+    very values eager computes; at (256, 512) the product keeps its fused epilogue kernel."""
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((5, 4), (4, 6), (6,)))
+    compiled = jitgraph.compile(_dense_relu)
+    got = compiled(x, w, b)
+    np.testing.assert_array_equal(got, _dense_relu(x, w, b))
+    assert got.dtype == dtype
+    assert "a product and 2 ops over 30 elements: too small for a kernel launch" in backend_text(compiled)
+    assert "Kv" not in driver_source(compiled)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((256, 64), (64, 512), (512,)))
+    big = jitgraph.compile(_dense_relu)
+    np.testing.assert_allclose(big(x, w, b), _dense_relu(x, w, b), rtol=1e-5)
+    assert "Kv" in driver_source(big)
+
+
+def test_cost_model_weighs_a_product_on_both_sides():
+    def work(elements: int, ops: int = 2) -> GroupWork:
+        return GroupWork(tuple(OpWork("add", elements, False, elements) for _ in range(ops)), 0, elements, 4, 4,
+                         parallel_from=1 << 20, blas=True)
+
+    assert "a product and 2 ops" in numpy_is_enough(work(30))
+    assert numpy_is_enough(work(100_000)) is None  # the epilogue fused saves passes over the product
+    assert numpy_is_enough(work(100_000, ops=1)) is None  # one op after a product is no lone NumPy call
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(64, 48), (7, 300)])
 def test_var_and_std_fuse_and_match_eager(dtype, shape):

@@ -18,11 +18,13 @@ from jitgraph.ir.ops.cost import GroupWork, OpWork, worth_keeping
 
 def group_work(node: Node, kernel: GroupKernel, writes_in_place: bool) -> GroupWork | None:
     """What the cost model weighs to choose between the fused ``node``'s kernel and its NumPy calls, or None when
-    the kernel is not in question: only groups of plain elementwise ops and reductions, with no BLAS head and no
-    output planned into a caller's buffer, may run as NumPy calls in the driver."""
-    if writes_in_place or kernel.head is not None:
+    the kernel is not in question: only groups of plain elementwise ops and reductions, with no output planned into
+    a caller's buffer, may run as NumPy calls in the driver; and a BLAS product with such an epilogue (``x @ W + b``),
+    which both ways calls the same BLAS routine (not an in-place ``gemm`` update, which needs no kernel)."""
+    head = kernel.head
+    if writes_in_place or (head is not None and (kernel.update is not None or head.op != "matmul")):
         return None
-    members = [m for m in node.regions[0].nodes if m.op not in ("input", "const")]
+    members = [m for m in node.regions[0].nodes if m.op not in ("input", "const") and m is not head]
     if any(m.op == "setitem" or OPS[m.op].kind not in (OpKind.ELEMENTWISE, OpKind.REDUCTION) for m in members):
         return None
     arrays = [m for m in members if m.type.shape != () or OPS[m.op].kind is OpKind.REDUCTION]
@@ -32,7 +34,7 @@ def group_work(node: Node, kernel: GroupKernel, writes_in_place: bool) -> GroupW
                      scalar_ops=len(members) - len(arrays),
                      elements=math.prod(kernel.domain), arrays=len(kernel.uses) + len(kernel.kernel_outputs),
                      itemsize=max((m.type.dtype.itemsize for m in members), default=8),
-                     parallel_from=kernel.threshold)
+                     parallel_from=kernel.threshold, blas=head is not None)
     return work if work.ops else None
 
 

@@ -71,6 +71,8 @@ NUMPY_SCALAR_US = 0.2  # one 0-d op (``1.0 / n``), which a kernel computes once 
 KERNEL_LAUNCH_US = 1.2  # the driver line, the launch-key lookup, a reused output buffer, Numba's dispatch
 KERNEL_REDUCE_US = 0.3  # one reduction's scratch accumulators, allocated inside the kernel
 KERNEL_ARRAY_US = 0.1  # Numba typing one more array argument (operand or output)
+NUMPY_MATMUL_US = 1.0  # one small ``a @ b`` (a BLAS call behind NumPy's matmul dispatch), either way
+KERNEL_PRODUCT_US = 0.5  # a launch with a BLAS product: the product's reused buffer and the views of it
 # and per element of float32 (float64 costs twice as much), nanoseconds: one op of NumPy makes a pass over memory
 # into a fresh buffer; a kernel keeps values in registers. NumPy's SIMD transcendental loops (SVML on AVX-512) are
 # about as fast per element as the kernels' vectorised mathlib: what a kernel saves is the passes and the calls.
@@ -112,13 +114,14 @@ class GroupWork:
     arrays: int
     itemsize: int
     parallel_from: int
+    blas: bool = False  # a BLAS product heads the group (``ops`` is its epilogue)
 
     def numpy_us(self) -> float:
         """Estimated microseconds of running the group as one NumPy call per op."""
         scale = max(self.itemsize, 4) / 4
         calls = sum(NUMPY_REDUCE_US if w.reduces else NUMPY_CALL_US for w in self.ops)
         work = sum(w.elements * NUMPY_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
-        return calls + self.scalar_ops * NUMPY_SCALAR_US + work
+        return calls + self.scalar_ops * NUMPY_SCALAR_US + work + self.blas * NUMPY_MATMUL_US
 
     def kernel_us(self) -> float:
         """Estimated microseconds of one launch of the group's kernel (serial: below ``parallel_from``)."""
@@ -127,7 +130,8 @@ class GroupWork:
         work += sum(w.kernel_elements for w in self.ops if w.chained and w.op in COMPARE_REDUCTIONS) * \
             KERNEL_COMPARE_CHAIN_NS * 1e-3
         reductions = sum(w.reduces for w in self.ops)
-        return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work
+        product = self.blas * (NUMPY_MATMUL_US + KERNEL_PRODUCT_US)
+        return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work + product
 
 
 def numpy_is_enough(work: GroupWork, small_groups: bool = True) -> str | None:
@@ -142,12 +146,13 @@ def numpy_is_enough(work: GroupWork, small_groups: bool = True) -> str | None:
     arrays)."""
     if work.elements >= work.parallel_from:
         return None
-    if len(work.ops) == 1:
+    if len(work.ops) == 1 and not work.blas:
         op, n = work.ops[0].op, work.ops[0].elements
         return f"one {op} over {n} elements: NumPy's own loop does the same single pass, without a kernel " \
                "launch's overhead"
     numpy_us, kernel_us = work.numpy_us(), work.kernel_us()
     if small_groups and numpy_us < kernel_us:
-        return (f"{len(work.ops)} ops over {work.elements} elements: too small for a kernel launch to pay off "
+        what = f"a product and {len(work.ops)} ops" if work.blas else f"{len(work.ops)} ops"
+        return (f"{what} over {work.elements} elements: too small for a kernel launch to pay off "
                 f"(estimated {numpy_us:.1f} us as NumPy calls, {kernel_us:.1f} us as a kernel)")
     return None
