@@ -258,10 +258,10 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str, alias: Any) -> list
     -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
     Other results, and replayed side effects (an attribute or a dict entry stored), go to the builder.
 
-    Both are checked at call time (``E.go is COMPILED``: the entry runs fast, its published builder, and this
-    compiled graph, ``Entry.go``), so a demotion or a stub takes effect at once, and a value the inline code does not expect (not an ndarray: a device array, a scalar) goes to
-    the builder. Not for resumable graphs, whose artifact and builder do more. Together ~0.4 us of a ~2 us small
-    call."""
+    Both are checked at call time (``E.go is COMPILED``: the entry runs fast, with its published builder, this
+    compiled graph: ``Entry.go``), so a demotion or a stub takes effect at once, and a value the inline code does
+    not expect (not an ndarray: a device array, a scalar) goes to the builder. Not for resumable graphs, whose
+    artifact and builder do more. Together ~0.4 us of a ~2 us small call."""
     traced = entry.traced
     if entry.compiled is None or entry.build is None or traced.resumable:
         return []
