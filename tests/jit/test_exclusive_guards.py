@@ -42,40 +42,42 @@ def test_no_contradiction_keeps_the_order() -> None:
     assert pairwise_exclusive([a, b]) and not pairwise_exclusive([a, b, c])
 
 
-class _Momentum:
+class _Adagrad:
+    """Its squared-gradient sums start as an empty dict: a first-call entry, then every later call's."""
+
     def __init__(self) -> None:
-        self.velocity: dict[str, np.ndarray] = {}
+        self.sums: dict[str, np.ndarray] = {}
 
     def step(self, params, grads):
-        for k in params:
-            v = self.velocity.setdefault(k, np.zeros_like(params[k]))
-            v = 0.9 * v - 0.01 * grads[k]
-            self.velocity[k] = v
-            params[k] = params[k] + v
+        for name, g in grads.items():
+            if name not in self.sums:
+                self.sums[name] = np.zeros_like(g)
+            self.sums[name] += g * g
+            params[name] -= 0.1 * g / (np.sqrt(self.sums[name]) + 1e-7)
 
 
 def test_the_steady_state_entry_is_tried_first_and_calls_stay_eager_equal() -> None:
     rng = np.random.default_rng(1)
-    step = jitgraph.compile(_Momentum.step)
-    comp, eager = _Momentum(), _Momentum()
+    step = jitgraph.compile(_Adagrad.step)
+    comp, eager = _Adagrad(), _Adagrad()
     pc = {"W": rng.standard_normal((3, 2)), "b": np.zeros(2)}
     pe = {k: v.copy() for k, v in pc.items()}
     for _ in range(5):
         g = {"W": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
         step(comp, pc, {k: v.copy() for k, v in g.items()})
-        _Momentum.step(eager, pe, g)
+        _Adagrad.step(eager, pe, g)
         for k, value in pe.items():
             np.testing.assert_allclose(pc[k], value, rtol=1e-12)
-            np.testing.assert_allclose(comp.velocity[k], eager.velocity[k], rtol=1e-12)
+            np.testing.assert_allclose(comp.sums[k], eager.sums[k], rtol=1e-12)
     source = step._call.source
     assert source.index("# entry 2:") < source.index("# entry 1:")
     # A fresh optimiser (empty state) still runs the first call's entry: no new entry, the result eager's.
     info = step.cache_info()
-    fresh, fresh_eager = _Momentum(), _Momentum()
+    fresh, fresh_eager = _Adagrad(), _Adagrad()
     p2, p2e = {k: v.copy() for k, v in pc.items()}, {k: v.copy() for k, v in pc.items()}
     g = {"W": np.ones((3, 2)), "b": np.ones(2)}
     step(fresh, p2, g)
-    _Momentum.step(fresh_eager, p2e, g)
+    _Adagrad.step(fresh_eager, p2e, g)
     for k, value in p2e.items():
         np.testing.assert_allclose(p2[k], value, rtol=1e-12)
     assert step.cache_info().misses == info.misses and step.cache_info().hits == info.hits + 1
