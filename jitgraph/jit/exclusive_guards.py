@@ -11,10 +11,13 @@ What counts as a contradiction, on one guarded path ``P`` (the forms ``tracer/gu
 
 * ``type(P) is A`` in one set, ``type(P) is B`` in the other, ``A is not B`` (``P is None`` is ``type(P) is
   NoneType``);
-* the dict keys ``tuple(P) == K[i]`` differ, where every key is a str or an int (whose ``==`` is identity of
-  value: a float key ``0.0`` equals ``-0.0``);
-* the value ``P == K[i]`` differs, for ``P`` of exact type int, str or bool (floats again excepted);
-* the length ``len(P) == n`` differs.
+* the dict keys ``tuple(P) == K[i]`` differ, where ``P`` is pinned to be a dict and every key is a str or an int
+  (whose ``==`` is identity of value: a float key ``0.0`` equals ``-0.0``);
+* the value ``P == K[i]`` differs, for ``P`` pinned to the exact type int, str or bool (floats again excepted);
+* the length ``len(P) == n`` differs, for ``P`` pinned to a dict, list or tuple.
+
+A fact counts only beside the type it needs, in the same set: an object of another class could answer ``==``,
+``tuple()`` or ``len()`` as it likes, differently at each read.
 
 Anything else -- aliasing patterns, array shapes, floats -- is not used: a pair of sets with no such contradiction
 keeps publication order.
@@ -56,11 +59,20 @@ def exclusive(a: dict[Fact, Any], b: dict[Fact, Any]) -> bool:
         if fact not in b:
             continue
         other = b[fact]
-        if fact[1] == "type" and value is not other:
-            return True
-        if fact[1] != "type" and _comparable(value) and _comparable(other) and value != other:
+        if fact[1] == "type":
+            if value is not other:
+                return True
+            continue
+        needs = _NEEDS[fact[1]]
+        pinned = (a.get((fact[0], "type")), b.get((fact[0], "type")))
+        if all(t in needs for t in pinned) and _comparable(value) and _comparable(other) and value != other:
             return True
     return False
+
+
+# The exact types a fact's path must be pinned to (in each set) for the fact to count.
+_NEEDS = {"keys": (dict,), "value": _EXACT, "len": (dict, list, tuple)}
+_BUILTIN_TYPES = {"dict": dict, "list": list, "tuple": tuple, "int": int, "str": str, "bool": bool}
 
 
 def pairwise_exclusive(sets: list[dict[Fact, Any]]) -> bool:
@@ -74,7 +86,7 @@ def _fact(node: ast.expr, constants: list[Any]) -> tuple[Fact, Any] | None:
     if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
         return (ast.unparse(left), "type"), type(None)
     if isinstance(op, ast.Is) and _call_of(left, "type"):
-        expected = _constant(right, constants)
+        expected = _BUILTIN_TYPES.get(right.id) if isinstance(right, ast.Name) else _constant(right, constants)
         return ((ast.unparse(left.args[0]), "type"), expected) if isinstance(expected, type) else None
     if not isinstance(op, ast.Eq):
         return None

@@ -87,3 +87,20 @@ def test_a_path_through_an_entrys_constant_is_not_compared() -> None:
     """A float is pinned by its bits, ``K[i](P) == K[j]``: ``K[i]`` is that entry's own constant, so the path is not
     compared across entries."""
     assert all("K[" not in path for path, _ in facts(_set(("A[0].lr", 0.5), ("A[0].t", 1))))
+
+
+def test_a_fact_counts_only_beside_the_type_it_needs() -> None:
+    """``P == 1`` against ``P == 2``, or other keys, without the path pinned to int or dict in both sets: an object
+    of another class may answer either way, so the sets are not called exclusive."""
+    def raw(*codes: str, constants: tuple = ()) -> dict:
+        g = GuardSet()
+        g.constants.extend(constants)
+        for code in codes:
+            g.add(code, code)
+        return facts(g)
+
+    assert not exclusive(raw("A[0].t == 1"), raw("A[0].t == 2"))
+    assert not exclusive(raw("tuple(A[0].m) == K[0]", constants=((),)), raw("tuple(A[0].m) == K[0]", constants=(("W",),)))
+    assert exclusive(raw("type(A[0].m) is dict and tuple(A[0].m) == K[0]", constants=((),)),
+                     raw("type(A[0].m) is dict and tuple(A[0].m) == K[0]", constants=(("W",),)))
+    assert not exclusive(raw("type(A[0].s) is dict and len(A[0].s) == 1"), raw("len(A[0].s) == 2"))
