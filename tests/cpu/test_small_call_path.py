@@ -208,7 +208,12 @@ def _row_max(chained: bool, itemsize: int, rows: int = 1024, cols: int = 256) ->
 @pytest.mark.parametrize("itemsize", [4, 8])
 def test_compare_chain_costs_the_kernel_more(itemsize):
     assert _row_max(True, itemsize).kernel_us() > _row_max(False, itemsize).kernel_us()
-    assert numpy_is_enough(_row_max(True, itemsize)) is not None  # np.abs(x).max(axis=1): NumPy's SIMD calls win
+    # np.abs(x).max(axis=1) over (1024, 256): NumPy's SIMD calls tie the kernel in float32 (177 vs 185 us) and lose
+    # in float64 (303-334 vs 148 us), as measured on the 512-bit kernels.
+    if itemsize == 4:
+        assert numpy_is_enough(_row_max(True, itemsize)) is not None
+    else:
+        assert numpy_is_enough(_row_max(True, itemsize)) is None
     assert numpy_is_enough(_row_max(False, itemsize)) is None
 
 
@@ -220,3 +225,7 @@ def test_row_max_of_a_computed_value_runs_as_numpy_and_a_direct_one_as_a_kernel(
     _same(direct(x), x.max(axis=1) * 2)
     assert chained.entries[0].compiled.numpy_groups
     assert not direct.entries[0].compiled.numpy_groups
+    x64 = x.astype(np.float64)
+    chained64 = jitgraph.compile(lambda v: np.abs(v).max(axis=1))
+    _same(chained64(x64), np.abs(x64).max(axis=1))
+    assert not chained64.entries[0].compiled.numpy_groups  # the kernel, in float64

@@ -78,13 +78,14 @@ KERNEL_PRODUCT_US = 0.5  # a launch with a BLAS product: the product's reused bu
 # about as fast per element as the kernels' vectorised mathlib: what a kernel saves is the passes and the calls.
 NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM: 0.5}
 KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
-# A float max/min along a kernel's innermost axis over a value computed in the same sweep folds the row's buffered
-# values through one accumulator, a chain of NaN-propagating compares that LLVM does not vectorise: ~1.1-1.9 ns per
-# element in float32 and float64 alike (``np.abs(x).max(axis=1)`` over (1024, 256): 300-520 us as a kernel against
-# 180-330 us as NumPy's SIMD calls). A max over the operand as loaded runs one vectorised loop (``x.max(axis=1) * 2``:
-# 3x eager) and costs nothing extra. Added per element, not scaled by the item size. Measured on the kernels of
-# reduction_lanes.py as of dece2ba/78ff3b6: re-measure when those change.
-KERNEL_COMPARE_CHAIN_NS = 1.0
+# A float max/min along a kernel's innermost axis over a value computed in the same sweep folds the row's values
+# through one NaN-propagating accumulator (``jg_max_step``), a chain that costs more than the loaded-operand form.
+# Re-measured on the 512-bit kernels (2026-11-27, ``np.abs(x).max(axis=1)`` over (1024, 256), min of 7): kernel 185 us
+# float32 / 148 us float64 against NumPy's calls 177 / 303-334 us, i.e. ~0.5 ns per element over the ops themselves
+# (1.0 before: 300-520 us as a kernel in the measurement of dece2ba/78ff3b6). With 0.45 float32 stays NumPy calls
+# (a tie) and float64 becomes the kernel (1.9x on the floor). A max over the operand as loaded runs one vectorised
+# loop (``x.max(axis=1) * 2``: 3x eager) and costs nothing extra. Added per element, not scaled by the item size.
+KERNEL_COMPARE_CHAIN_NS = 0.45
 COMPARE_REDUCTIONS = frozenset(("max", "min", "argmax", "argmin"))
 
 
