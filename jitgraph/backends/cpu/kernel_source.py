@@ -375,6 +375,9 @@ class _Emit:
 
     def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
                        keep: list[Node], prefetch: list[str]) -> None:
+        if not prefetch and all(self._in_loop(r) for r in reds):
+            self._row_fold(w, reds, accs, idx, last, keep)
+            return
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
         w(f"m = jg_imin({BLOCK}, n{last} - jb)")
@@ -421,6 +424,26 @@ class _Emit:
             for r in lanes:
                 v = self.var[r]
                 w(f"    acc{v}_0 = {_combine(r, f'acc{v}_0', f'buf{v}[k]', accs[r], LANES)}")
+        w.depth -= 1
+
+    def _row_fold(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
+                  keep: list[Node]) -> None:
+        """Reductions that fold each value where it is computed (a NaN-propagating max of ``abs(x)``): one loop over
+        the row, which LLVM vectorises as it does the loaded-operand fold. In blocks of ``BLOCK`` each block left a
+        remainder that its unrolled vector loop ran in scalar code: ``np.abs(x).max(axis=1)`` over (1024, 256)
+        float32 took 134 us on one thread that way, 51 us this way (NumPy's calls: 177-196 us). The values are
+        folded in the same order either way."""
+        w(f"for i{last} in range(n{last}):")
+        w.depth += 1
+        idx[last] = f"i{last}"
+        self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
+        for r in reds:
+            (src,) = r.inputs
+            value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
+            v = self.var[r]
+            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}")
+        for n in keep:
+            w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1
 
     def _finish(self, w: _Writer, reds: list[Node]) -> None:

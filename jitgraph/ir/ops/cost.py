@@ -79,13 +79,15 @@ KERNEL_PRODUCT_US = 0.5  # a launch with a BLAS product: the product's reused bu
 NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM: 0.5}
 KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
 # A float max/min along a kernel's innermost axis over a value computed in the same sweep folds the row's values
-# through one NaN-propagating accumulator (``jg_max_step``), a chain that costs more than the loaded-operand form.
-# Re-measured on the 512-bit kernels (2026-11-27, ``np.abs(x).max(axis=1)`` over (1024, 256), min of 7): kernel 185 us
-# float32 / 148 us float64 against NumPy's calls 177 / 303-334 us, i.e. ~0.5 ns per element over the ops themselves
-# (1.0 before: 300-520 us as a kernel in the measurement of dece2ba/78ff3b6). With 0.45 float32 stays NumPy calls
-# (a tie) and float64 becomes the kernel (1.9x on the floor). A max over the operand as loaded runs one vectorised
-# loop (``x.max(axis=1) * 2``: 3x eager) and costs nothing extra. Added per element, not scaled by the item size.
-KERNEL_COMPARE_CHAIN_NS = 0.45
+# through one NaN-propagating accumulator (``jg_max_step``) in one loop over the row, which LLVM vectorises as it does
+# the loaded-operand fold (kernel_source._row_fold): ``np.abs(x).max(axis=1)`` over (1024, 256), min of 7 on
+# 2026-11-27: 43 us float32 / 74 us float64 as a kernel against 175 / 299 us as NumPy's calls, nothing measurable over
+# the ops themselves (0.1 kept as a margin). An argmax/argmin keeps scalar lane accumulators over a buffered block
+# (reduction_lanes.py), a chain LLVM does not vectorise: priced at the ~1.0 ns an element measured for the max in
+# that form (not re-measured; a max beside a product in one sweep still takes that form and is under-priced here).
+# A max over the operand as loaded runs one vectorised loop and costs nothing extra. Added per element, not scaled by
+# the item size.
+COMPARE_CHAIN_NS = {"max": 0.1, "min": 0.1, "argmax": 1.0, "argmin": 1.0}
 COMPARE_REDUCTIONS = frozenset(("max", "min", "argmax", "argmin"))
 
 
@@ -128,8 +130,8 @@ class GroupWork:
         """Estimated microseconds of one launch of the group's kernel (serial: below ``parallel_from``)."""
         scale = max(self.itemsize, 4) / 4
         work = sum(w.kernel_elements * KERNEL_NS[cost_of(w.op)] for w in self.ops) * scale * 1e-3
-        work += sum(w.kernel_elements for w in self.ops if w.chained and w.op in COMPARE_REDUCTIONS) * \
-            KERNEL_COMPARE_CHAIN_NS * 1e-3
+        work += sum(w.kernel_elements * COMPARE_CHAIN_NS[w.op] for w in self.ops
+                    if w.chained and w.op in COMPARE_REDUCTIONS) * 1e-3
         reductions = sum(w.reduces for w in self.ops)
         product = self.blas * (NUMPY_MATMUL_US + KERNEL_PRODUCT_US)
         return KERNEL_LAUNCH_US + self.arrays * KERNEL_ARRAY_US + reductions * KERNEL_REDUCE_US + work + product
