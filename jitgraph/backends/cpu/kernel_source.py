@@ -375,8 +375,8 @@ class _Emit:
 
     def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
                        keep: list[Node], prefetch: list[str]) -> None:
-        if not prefetch and all(self._in_loop(r) for r in reds):
-            self._row_fold(w, reds, accs, idx, last, keep)
+        if not prefetch and all(self._in_loop(r) for r in reds):  # one loop over the row (``_element_loop``)
+            self._element_loop(w, reds, accs, idx, last, keep, f"n{last}")
             return
         w(f"for jb in range(0, n{last}, {BLOCK}):")
         w.depth += 1
@@ -394,19 +394,7 @@ class _Emit:
             w.depth -= 1
             return
         # The loop variable indexes the arrays directly (jb + k would cost the vectoriser a wraparound check).
-        w(f"for i{last} in range(jb, jb + m):")
-        w.depth += 1
-        idx[last] = f"i{last}"
-        self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
-        for r in reds:
-            (src,) = r.inputs
-            value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
-            v = self.var[r]
-            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}" if self._in_loop(r) else
-              f"buf{v}[i{last} - jb] = {value}")
-        for n in keep:
-            w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
-        w.depth -= 1
+        self._element_loop(w, reds, accs, idx, last, keep, "jb, jb + m")
         for r in reds:
             v = self.var[r]
             if block_sum(r):
@@ -426,14 +414,16 @@ class _Emit:
                 w(f"    acc{v}_0 = {_combine(r, f'acc{v}_0', f'buf{v}[k]', accs[r], LANES)}")
         w.depth -= 1
 
-    def _row_fold(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
-                  keep: list[Node]) -> None:
-        """Reductions that fold each value where it is computed (a NaN-propagating max of ``abs(x)``): one loop over
-        the row, which LLVM vectorises as it does the loaded-operand fold. In blocks of ``BLOCK`` each block left a
-        remainder that its unrolled vector loop ran in scalar code: ``np.abs(x).max(axis=1)`` over (1024, 256)
-        float32 took 134 us on one thread that way, 51 us this way (NumPy's calls: 177-196 us). The values are
-        folded in the same order either way."""
-        w(f"for i{last} in range(n{last}):")
+    def _element_loop(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
+                      keep: list[Node], bounds: str) -> None:
+        """``for i in range(bounds)``: each reduction's operand computed and folded into its accumulator where it
+        folds in the loop, else buffered at its place in the block (``i - jb``); kept values to their scratch rows.
+
+        Without blocks (``bounds`` the whole row: every reduction folds in the loop and nothing is prefetched) LLVM
+        vectorises the fold as it does the loaded-operand one. In blocks of ``BLOCK`` each block's remainder after
+        its unrolled vector loop ran in scalar code: ``np.abs(x).max(axis=1)`` over (1024, 256) float32 took 134 us
+        on one thread that way, 51 us in one loop (NumPy's calls: 177-196 us); the same values in the same order."""
+        w(f"for i{last} in range({bounds}):")
         w.depth += 1
         idx[last] = f"i{last}"
         self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
@@ -441,7 +431,8 @@ class _Emit:
             (src,) = r.inputs
             value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
             v = self.var[r]
-            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}")
+            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}" if self._in_loop(r) else
+              f"buf{v}[i{last} - jb] = {value}")
         for n in keep:
             w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
         w.depth -= 1

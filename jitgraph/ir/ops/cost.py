@@ -80,7 +80,7 @@ NUMPY_NS = {Cost.CHEAP: 0.25, Cost.LATENCY: 0.45, Cost.DIVISION: 1.5, Cost.LIBM:
 KERNEL_NS = {Cost.CHEAP: 0.08, Cost.LATENCY: 0.25, Cost.DIVISION: 1.5, Cost.LIBM: 0.6}
 # A float max/min along a kernel's innermost axis over a value computed in the same sweep folds the row's values
 # through one NaN-propagating accumulator (``jg_max_step``) in one loop over the row, which LLVM vectorises as it does
-# the loaded-operand fold (kernel_source._row_fold): ``np.abs(x).max(axis=1)`` over (1024, 256), min of 7 on
+# the loaded-operand fold (kernel_source._element_loop): ``np.abs(x).max(axis=1)`` over (1024, 256), min of 7 on
 # 2026-11-27: 43 us float32 / 74 us float64 as a kernel against 175 / 299 us as NumPy's calls, nothing measurable over
 # the ops themselves (0.1 kept as a margin). An argmax/argmin keeps scalar lane accumulators over a buffered block
 # (reduction_lanes.py), a chain LLVM does not vectorise: priced at the ~1.0 ns an element measured for the max in
