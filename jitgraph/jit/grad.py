@@ -41,7 +41,7 @@ from jitgraph.jit.stages import Traced, strict, trace_stage
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.guards import GuardSet
 from jitgraph.tracer.keys import is_namedtuple, make_key
-from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.outputs import output_value
 from jitgraph.tracer.trace import TraceResult, raising_checks, trace
 
 KINDS = ("grad", "value_and_grad", "vjp", "jvp")
@@ -188,7 +188,7 @@ class GradFunction(CompiledFunction):
         outs, written = evaluate(graph, leaves)
         for (index, _), value in zip(graph.mutations, written):
             np.copyto(leaves[index], value)
-        return build_output(traced.out_spec, traced.guards.constants)(outs, leaves, args, kwargs)
+        return output_value(traced.out_spec, traced.guards.constants, outs, leaves, args, kwargs)
 
     def explain(self, output: Any = None) -> GradExplainResult:
         """As ``CompiledFunction.explain`` (the graphs shown are the joint forward+backward graphs), with the user's

@@ -15,7 +15,7 @@ from jitgraph.device_arrays import is_device_array
 from jitgraph.ir.graph import Node
 from jitgraph.tracer.context import GraphBreak
 from jitgraph.tracer.keys import make_key
-from jitgraph.tracer.outputs import build_output
+from jitgraph.tracer.outputs import output_value
 from jitgraph.tracer.resume import observe
 from jitgraph.tracer.split import Cut, SplitPlan, dry_draw
 from jitgraph.tracer.trace import TraceResult, trace
@@ -109,8 +109,8 @@ def _probe(result: TraceResult, leaves: list[Any], pending: Cut) -> Any:
 def call_cut(cut: Cut, constants: list[Any], env: dict[Node, Any], probe: bool = False) -> Any:
     """Make a cut's call on the values in ``env`` (a draw on a copy of its generator's state when ``probe``)."""
     values = [env[n] for n in cut.arg_nodes]
-    args = [build_output(s, constants)(values, [], (), {}) for s in cut.arg_specs]
-    kwargs = {k: build_output(s, constants)(values, [], (), {}) for k, s in cut.kw_specs.items()}
+    args = [output_value(s, constants, values, [], (), {}) for s in cut.arg_specs]
+    kwargs = {k: output_value(s, constants, values, [], (), {}) for k, s in cut.kw_specs.items()}
     if cut.callee[0] == "method":
         fn = getattr(eval(cut.callee[1], {"K": constants}), cut.callee[2])
     else:

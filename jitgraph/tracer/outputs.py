@@ -59,6 +59,14 @@ def build_output(spec: Any, constants: list[Any], device: DeviceOutputs | None =
 _ids = itertools.count(1)
 
 
+def output_value(spec: Any, constants: list[Any], outs: Any, leaves: list[Any], args: tuple, kwargs: dict[str, Any],
+                 device: DeviceOutputs | None = None) -> Any:
+    """The value of ``spec`` built once (a fallback call, a call between graph segments at trace time): through the
+    closures, not :func:`build_output`'s generated function, which would compile Python source and fill
+    ``linecache`` for each such call."""
+    return _closure(spec, constants, device)(outs, leaves, args, kwargs)
+
+
 def _array(value: Any) -> Any:
     """An array output that is not an ndarray: a device array as it is, anything else through ``np.asarray``."""
     return value if is_device_array(value) else np.asarray(value)

@@ -10,7 +10,7 @@ import linecache
 import numpy as np
 
 import jitgraph
-from jitgraph.tracer.outputs import _closure, build_output
+from jitgraph.tracer.outputs import _closure, build_output, output_value
 from jitgraph.tracer.values import ViewStep
 
 Pair = collections.namedtuple("Pair", "first second")
@@ -65,6 +65,11 @@ def test_every_spec_kind_builds_what_the_closures_build() -> None:
         assert "def build(o, leaves, a, kw)" in "".join(linecache.getlines(built.__code__.co_filename))
     python = build_output(("out", 4, "python"), [])(outs, leaves, (), {})
     assert type(python) is int and python == 4
+    # A value built once (a fallback call) goes through the closures: the same value, no generated source.
+    cached = len(linecache.cache)
+    for spec in specs:
+        _same(output_value(spec, [], outs, leaves, (), {}), _closure(spec, [])(outs, leaves, (), {}))
+    assert len(linecache.cache) == cached
 
 
 class _Momentum:
