@@ -105,14 +105,14 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
     tail = _write(entry, hits, slow, given, miss=(f"return AFTER({given}, kw)", "return MISS"), every_call=every_call)
-    if tail is not None and _checked_program(entry, _dispatch_fields(entry, every_call)[0]) is None:
+    guarded = _dispatch_fields(entry, every_call)[0]
+    if tail is not None and _checked_program(entry, guarded) is None:
         params = ", ".join([*(f"a{i}" for i in range(n)), *(f"v{k}" for k in range(tail.layout_locals)), "kw"])
         fn_name = f"tail_entry_{index}"
         header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
         run = _define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
-        guarded = _dispatch_fields(entry, every_call)[0] is not None
         call.group = _Tail(entry.key, tail.lines[:tail.split], tail.ns, params, run, owner, name, index, n,
-                           exclusive_guards.facts(entry.guards) if guarded else None)
+                           exclusive_guards.facts(entry.guards) if guarded is not None else None)
     return call
 
 

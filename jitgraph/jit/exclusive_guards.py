@@ -29,6 +29,7 @@ import ast
 import itertools
 from typing import Any
 
+from jitgraph.jit.guard_code import conjuncts_of
 from jitgraph.tracer.guards import GuardSet
 
 _EXACT = (int, str, bool)  # types whose == never equates two different values of that type
@@ -44,8 +45,7 @@ def facts(guards: GuardSet) -> dict[Fact, Any]:
             tree = ast.parse(guard.code, mode="eval").body
         except SyntaxError:
             continue
-        parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
-        for part in parts:
+        for part in conjuncts_of(tree):
             fact = _fact(part, guards.constants)
             # A path through a constant (``K[2](A[0].lr)``: a float's bits) means what that entry's K[2] is.
             if fact is not None and "K[" not in fact[0][0]:

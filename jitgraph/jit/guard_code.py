@@ -67,7 +67,7 @@ def straight_line(guards: list[str], extras: list[str], known: dict[str, str], n
     extra_trees = [with_locals(code, known, ns) for code in extras]
     plain = (" and ".join(f"({ast.unparse(t)})" for t in guard_trees) or "True", [ast.unparse(t) for t in extra_trees])
     try:
-        conjuncts = _structure_first([_with_dtype_identity(c, ns) for t in guard_trees for c in _conjuncts(t)])
+        conjuncts = _structure_first([_with_dtype_identity(c, ns) for t in guard_trees for c in conjuncts_of(t)])
         counts: dict[str, int] = {}
         for tree in conjuncts + extra_trees:
             for node, _ in _in_order(tree, True):
@@ -93,10 +93,10 @@ def _structure_first(conjuncts: list[ast.expr]) -> list[ast.expr]:
     return [c for c in conjuncts if not any(c is x for x in later)] + later
 
 
-def _conjuncts(tree: ast.expr) -> list[ast.expr]:
+def conjuncts_of(tree: ast.expr) -> list[ast.expr]:
     """``a and (b and c)`` as ``[a, b, c]``: each is evaluated whole when those before it held."""
     if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And):
-        return [c for v in tree.values for c in _conjuncts(v)]
+        return [c for v in tree.values for c in conjuncts_of(v)]
     return [tree]
 
 
