@@ -7,6 +7,8 @@ Reading order:
 * ``function.py``     :class:`CompiledFunction`: dispatch on key and guards, recompiles and their limit, automatic
   dynamic ints, eager fallback and demotion, the per-function compile lock and pickling by reference; a miss
   compiles through the stages above.
+* ``call_path.py``    how a call reaches its entry: the call function (the partial's target), the runners, then the
+  generic key lookup; ``exclusive_guards.py`` lets a group call try the latest of entries that cannot both match.
 * ``dispatch.py``     the generated runner of each entry: its layout, guards and aliasing checked in straight-line
   code before the generic key lookup (the warm path of a small call).
 * ``dynamic_policy.py``  what a recompile makes dynamic: int arguments, array dimensions (``dynamic=``,

@@ -25,11 +25,12 @@ from jitgraph.errors import BackendError
 from jitgraph.jit import effects, hot_recompiles, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
+from jitgraph.jit.call_path import CallPath
 from jitgraph.jit.call_site import call_site
-from jitgraph.jit.dispatch import MISS, build_call, build_runner, covers, runners
+from jitgraph.jit.dispatch import build_call, build_runner, covers, runners
 from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import Entry, sizes_aside
-from jitgraph.jit.hot_recompiles import ANY_ALIAS, count_value, holders
+from jitgraph.jit.hot_recompiles import count_value, holders
 from jitgraph.jit.inspection import Inspection
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.resume import ResumableArtifact
@@ -38,7 +39,7 @@ from jitgraph.jit.threads import compile_lock
 from jitgraph.progress import compiling
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.context import GraphBreak
-from jitgraph.tracer.keys import alias_pattern, describe, make_key
+from jitgraph.tracer.keys import describe, make_key
 from jitgraph.tracer.trace import TraceResult, parameter_names
 
 log = logging.getLogger("jitgraph")
@@ -62,7 +63,7 @@ def _unready(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("a CompiledFunction called before its __init__ ran")
 
 
-class CompiledFunction(DynamicPolicy, Inspection, functools.partial):
+class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
     """What ``@jitgraph.compile`` returns. Call it like the original function; ``trace(*args)`` gives the first
     stage of a compile without touching the cache.
 
@@ -131,80 +132,6 @@ class CompiledFunction(DynamicPolicy, Inspection, functools.partial):
             return self.__qualname__
         return (CompiledFunction, (self._fn, self.backend, self.fullgraph, self.cache_limit,
                                    {**self.options, "dynamic": self.dynamic}))
-
-    @property
-    def _call(self) -> Any:
-        """What a call runs: the generated call function of the first runner's entry (dispatch.build_call: its
-        checks on the parameters, without packing ``*args``/``**kwargs`` and a second frame), or ``_generic``. It
-        is the partial's target, replaced in place (one C call; a call in another thread reads the old or the
-        new function, both valid)."""
-        return self.func
-
-    @_call.setter
-    def _call(self, call: Any) -> None:
-        functools.partial.__setstate__(self, (call, (), {}, self.__dict__))
-
-    @property
-    def _runners(self) -> tuple:
-        """The runners tried before the generic path (dispatch.runners()); setting them sets the call function."""
-        return self._runner_tuple
-
-    @_runners.setter
-    def _runners(self, value: tuple) -> None:
-        self._runner_tuple = value
-        call = getattr(value[0], "call", None) if value else None
-        self._call = call if call is not None else self._generic
-
-    def _generic(self, *args: Any, **kwargs: Any) -> Any:
-        """A call with no call function: the runners (straight-line checks of the leading entries), then the
-        generic path."""
-        for run in self._runners:
-            result = run(args, kwargs)
-            if result is not MISS:
-                return result
-        return self._dispatch(args, kwargs)
-
-    def _after(self, args: tuple, kwargs: dict[str, Any], tried: Any) -> Any:
-        """A call the call function did not take: the runners but ``tried`` (that entry's, which refused it), then
-        the generic path."""
-        for run in self._runners:
-            if run is not tried:
-                result = run(args, kwargs)
-                if result is not MISS:
-                    return result
-        return self._dispatch(args, kwargs)
-
-    def _dispatch(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
-        """The generic path: the key, one dict lookup, each entry's guards and aliasing; else a miss."""
-        args, kwargs = user_args, user_kwargs
-        dynamic = self._dynamic  # the key and the graph see dynamic ints wrapped (dynamic_ints.py)
-        if dynamic:
-            args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
-        key = make_key(args, kwargs, leaves := [])
-        if self._disabled and self._covered:  # the runners tried every entry: no guard here can succeed
-            return self._run_disabled(leaves, None, user_args, user_kwargs)
-        found = self._find(key, leaves, args, kwargs)
-        if found is None:
-            return self._miss(user_args, user_kwargs)
-        entry, all_leaves = found
-        next(self._hits)
-        if entry.fast:
-            return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
-        return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
-
-    def _find(self, key: tuple, leaves: list[Any], args: tuple, kwargs: dict[str, Any]
-              ) -> tuple[Entry, list[Any]] | None:
-        """The entry for this call and its leaves (the dispatch loop of ``__call__``, for the miss path)."""
-        for entry in self._table.get(key, ()):
-            all_leaves = leaves
-            if entry.check is not None:
-                extra = entry.check(args, kwargs)
-                if extra is None:
-                    continue
-                all_leaves = leaves + extra
-            if entry.alias is ANY_ALIAS or alias_pattern(all_leaves) == entry.alias:
-                return entry, all_leaves
-        return None
 
     # ---- the stages, public --------------------------------------------------------------------------------
     def trace(self, *args: Any, **kwargs: Any) -> Traced:

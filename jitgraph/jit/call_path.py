@@ -1,0 +1,107 @@
+"""How a call of a compiled function reaches its cache entry (a mixin of
+:class:`~jitgraph.jit.function.CompiledFunction`): the generated call function first (``_call``, the partial's
+target), then the other entries' runners, then the generic path -- the key, one dict lookup, each entry's guards
+and aliasing -- and a miss when none takes the call.
+
+Threads: the tuple of runners is replaced under the compile lock, never edited, and the call function with it; a
+warm call takes no lock (see function.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+from jitgraph.jit.dispatch import MISS
+from jitgraph.jit.entries import Entry
+from jitgraph.jit.hot_recompiles import ANY_ALIAS
+from jitgraph.tracer import dynamic_ints
+from jitgraph.tracer.keys import alias_pattern, make_key
+
+
+class CallPath:
+    """Mixin: the call path of a compiled function (module docstring). The compiled function keeps the state it
+    reads (``_table``, ``_dynamic``, the counters) and the slow paths it ends in (``_miss``, ``_run_slow``,
+    ``_run_disabled``)."""
+
+    _table: dict[tuple, tuple[Entry, ...]]
+    _dynamic: frozenset[int | str]
+    _hits: itertools.count
+    _disabled: bool
+    _covered: bool
+    _runner_tuple: tuple
+
+    @property
+    def _call(self) -> Any:
+        """What a call runs: the generated call function of the first runner's entry (dispatch.build_call: its
+        checks on the parameters, without packing ``*args``/``**kwargs`` and a second frame), or ``_generic``. It
+        is the partial's target, replaced in place (one C call; a call in another thread reads the old or the
+        new function, both valid)."""
+        return self.func
+
+    @_call.setter
+    def _call(self, call: Any) -> None:
+        functools.partial.__setstate__(self, (call, (), {}, self.__dict__))
+
+    @property
+    def _runners(self) -> tuple:
+        """The runners tried before the generic path (dispatch.runners()); setting them sets the call function."""
+        return self._runner_tuple
+
+    @_runners.setter
+    def _runners(self, value: tuple) -> None:
+        self._runner_tuple = value
+        call = getattr(value[0], "call", None) if value else None
+        self._call = call if call is not None else self._generic
+
+    def _generic(self, *args: Any, **kwargs: Any) -> Any:
+        """A call with no call function: the runners (straight-line checks of the leading entries), then the
+        generic path."""
+        for run in self._runners:
+            result = run(args, kwargs)
+            if result is not MISS:
+                return result
+        return self._dispatch(args, kwargs)
+
+    def _after(self, args: tuple, kwargs: dict[str, Any], tried: Any) -> Any:
+        """A call the call function did not take: the runners but ``tried`` (that entry's, which refused it), then
+        the generic path."""
+        for run in self._runners:
+            if run is not tried:
+                result = run(args, kwargs)
+                if result is not MISS:
+                    return result
+        return self._dispatch(args, kwargs)
+
+    def _dispatch(self, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        """The generic path: the key, one dict lookup, each entry's guards and aliasing; else a miss."""
+        args, kwargs = user_args, user_kwargs
+        dynamic = self._dynamic  # the key and the graph see dynamic ints wrapped (dynamic_ints.py)
+        if dynamic:
+            args, kwargs = dynamic_ints.view(args, kwargs, dynamic)
+        key = make_key(args, kwargs, leaves := [])
+        if self._disabled and self._covered:  # the runners tried every entry: no guard here can succeed
+            return self._run_disabled(leaves, None, user_args, user_kwargs)
+        found = self._find(key, leaves, args, kwargs)
+        if found is None:
+            return self._miss(user_args, user_kwargs)
+        entry, all_leaves = found
+        next(self._hits)
+        if entry.fast:
+            return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
+        return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
+
+    def _find(self, key: tuple, leaves: list[Any], args: tuple, kwargs: dict[str, Any]
+              ) -> tuple[Entry, list[Any]] | None:
+        """The entry for this call and its leaves (the dispatch loop of ``__call__``, for the miss path)."""
+        for entry in self._table.get(key, ()):
+            all_leaves = leaves
+            if entry.check is not None:
+                extra = entry.check(args, kwargs)
+                if extra is None:
+                    continue
+                all_leaves = leaves + extra
+            if entry.alias is ANY_ALIAS or alias_pattern(all_leaves) == entry.alias:
+                return entry, all_leaves
+        return None
