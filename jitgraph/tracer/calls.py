@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from jitgraph.ir.symbols import size_of_shape
-from jitgraph.tracer import bytecode, selections, side_effects, split
+from jitgraph.tracer import bytecode, instance_dicts, selections, side_effects, split
 from jitgraph.tracer.builtins_table import BUILTINS, call_container_method
 from jitgraph.tracer.context import TraceContext, is_immutable_module
 from jitgraph.tracer.guards import Source
@@ -350,6 +350,19 @@ def _class_attr_load(tx: TraceContext, cls: type, name: str) -> Any:
     return tx.wrap_external(getattr(cls, name), tx.const_source(cls).attr(name))
 
 
+def _guard_not_shadowed(tx: TraceContext, attr: Source, obj: Source, raw: Any) -> None:
+    """A method the trace took from the class (inlined, or bound to the object): guard that a later call's object
+    still gets that method, not an instance attribute of the same name assigned since (``obj.step = other``) or a
+    method the class was given since. The lookup makes a bound method (~40 ns); the object's ``__dict__`` is never
+    read (tracer/instance_dicts.py)."""
+    if isinstance(raw, staticmethod):
+        tx.guards.add(f"{attr.code} is {tx.guards.const(raw.__func__)}", f"{attr.name} is the class's function")
+        return
+    func = tx.guards.const(raw.__func__ if isinstance(raw, classmethod) else raw)
+    own = "" if isinstance(raw, classmethod) else f" and {attr.code}.__self__ is {obj.code}"
+    tx.guards.add(f"{attr.code}.__func__ is {func}{own}", f"{attr.name} is the class's method")
+
+
 def _instance_attr(tx: TraceContext, obj: Any, name: str) -> Any:
     if tx.side_effects.has_attr(obj, name):  # stored earlier in this trace: the stored value, as eager reads it
         return tx.side_effects.attr(obj, name)
@@ -361,12 +374,14 @@ def _instance_attr(tx: TraceContext, obj: Any, name: str) -> Any:
         return call(tx, raw.fget, [obj], {})
     if raw is not None and hasattr(type(raw), "__set__") and not isinstance(raw, types.FunctionType):
         tx.graph_break(f"attribute {name!r} is a data descriptor ({type(raw).__name__})")
-    instance_dict = getattr(obj, "__dict__", None)
-    if not isinstance(instance_dict, dict):
+    if not instance_dicts.has_instance_dict(obj):
         tx.graph_break(f"attribute {name!r} of a {cls.__name__} object without __dict__")
     source = tx.source_of(obj) or tx.const_source(obj)
-    if name in instance_dict:
-        return tx.wrap_external(instance_dict[name], source.attr(name))
+    held, value = instance_dicts.own_value(obj, name, raw)  # without creating obj.__dict__ (instance_dicts.py)
+    if held:
+        return tx.wrap_external(value, source.attr(name))
+    if isinstance(raw, types.FunctionType | staticmethod | classmethod):
+        _guard_not_shadowed(tx, source.attr(name), source, raw)
     if isinstance(raw, types.FunctionType):
         return BoundMethod(obj, raw)
     if isinstance(raw, staticmethod):

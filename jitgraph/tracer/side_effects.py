@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jitgraph.tracer import instance_dicts
 from jitgraph.tracer.guards import Source, is_literal_key
 from jitgraph.tracer.values import TArray
 
@@ -311,7 +312,7 @@ def refuse_attr_store(tx: TraceContext, obj: Any, name: str) -> None:
                 tx.graph_break(f"{cls.__qualname__}.{name} is {what}: assignment runs code the tracer does not "
                                "replay")
             break
-    if not isinstance(getattr(obj, "__dict__", None), dict):
+    if not instance_dicts.has_instance_dict(obj):  # without creating obj.__dict__ (instance_dicts.py)
         tx.graph_break(f"a {cls.__qualname__} object has no __dict__ (__slots__): assignment to '{name}' is not "
                        "replayed")
 
