@@ -13,9 +13,11 @@ import functools
 import itertools
 from typing import Any
 
-from jitgraph.jit.dispatch import MISS
+from jitgraph.jit import eager_mode
+from jitgraph.jit.dispatch import MISS, define
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.hot_recompiles import ANY_ALIAS
+from jitgraph.jit.threads import tally
 from jitgraph.tracer import dynamic_ints
 from jitgraph.tracer.keys import alias_pattern, make_key
 
@@ -31,6 +33,12 @@ class CallPath:
     _disabled: bool
     _covered: bool
     _runner_tuple: tuple
+    _lock: Any
+    _fn: Any
+    _fallbacks: itertools.count
+    _eager_calls: itertools.count  # one number per call in eager mode (eager_mode.skipped)
+    _eager_last: tuple[int, int] | None  # the hit and fallback counts at the last look (eager_mode.all_eager)
+    skips_to_eager = True  # whether a function whose calls all run eagerly enters eager mode (eager_mode.py)
 
     @property
     def _call(self) -> Any:
@@ -53,7 +61,35 @@ class CallPath:
     def _runners(self, value: tuple) -> None:
         self._runner_tuple = value
         call = getattr(value[0], "call", None) if value else None
-        self._call = call if call is not None else self._generic
+        self._call = call if call is not None else self._generic  # out of eager mode: the ticks look again
+
+    def _eager_tick(self) -> None:
+        """A look, every ``eager_mode.TICK`` eager runs: where every call since the last look ran eagerly, the
+        function enters eager mode (eager_mode.py). Under the lock: a publication meanwhile sets the call
+        function, which this must not wrap."""
+        with self._lock:
+            now = (tally(self._hits), tally(self._fallbacks))
+            last, self._eager_last = self._eager_last, now
+            checked = self.func
+            if last is not None and eager_mode.all_eager(*now, last) and self.skips_to_eager and not hasattr(checked, "checked"):
+                ns = {"FN": self._fn, "CALLS": self._eager_calls, "CHECKED": checked, "NO": eager_mode.NO,
+                      "CHECKED_CALL": self._checked_call, "BIND": eager_mode.bind}
+                lines = eager_mode.source(self._fn)
+                call = define("eager_mode_call", lines, ns, f"{self.name} eager mode", in_package=True)
+                eager_mode.name_like(call, self._fn)
+                call.checked = checked  # what eager mode replaced
+                self._call = call
+
+    def _checked_call(self, checked: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """An eager-mode call that goes through the checks (``checked``, the call function eager mode replaced):
+        where it ran no eager fallback (a graph ran), the function leaves eager mode."""
+        fallbacks = tally(self._fallbacks)
+        result = checked(*args, **kwargs)
+        if tally(self._fallbacks) == fallbacks:
+            with self._lock:
+                if getattr(self.func, "checked", None) is checked:
+                    self._call = checked
+        return result
 
     def _generic(self, *args: Any, **kwargs: Any) -> Any:
         """A call with no call function: the runners (straight-line checks of the leading entries), then the

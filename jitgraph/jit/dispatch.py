@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jitgraph.jit import exclusive_guards
+from jitgraph.jit import eager_mode, exclusive_guards
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.hot_recompiles import ANY_ALIAS
 from jitgraph.jit.runner_checks import MISS, Unsupported, Writer
@@ -75,7 +75,7 @@ def build_runner(entry: Entry, name: str, index: int, hits: itertools.count, slo
     pa, pk = ("UA", "UKW") if entry.traced.dynamic else ("A", "KW")
     header = [f"def {fn_name}({pa}, {pk}):",
               f'    """Entry {index} of {name} ({entry.mode}): the call\'s layout, guards and aliasing as traced."""']
-    runner = _define(fn_name, header + w.lines, w.ns, f"{name} entry {index}")
+    runner = define(fn_name, header + w.lines, w.ns, f"{name} entry {index}")
     return runner, tuple(w.plain_ints)
 
 
@@ -98,10 +98,10 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
     w = _write(entry, hits, slow, given, every_call=every_call)
     if w is None:
         return None
-    w.ns.update(SELF=owner, RUNNER=runner, NO=_NO)
+    w.ns.update(SELF=owner, RUNNER=runner, NO=NO)
     fn_name = f"call_entry_{index}"
     doc = f"{name} when entry {index} ({entry.mode}) is first: its checks on the parameters."
-    call = _define(fn_name, _call_header(fn_name, doc, n) + w.lines, w.ns, f"{name} call {index}", in_package=True)
+    call = define(fn_name, _call_header(fn_name, doc, n) + w.lines, w.ns, f"{name} call {index}", in_package=True)
     if {"A", "KW", "UA", "UKW"} & set(call.__code__.co_names):  # a check reads the argument tuple: none here
         return None
     tail = _write(entry, hits, slow, given, miss=(f"return AFTER({given}, kw)", "return MISS"), every_call=every_call)
@@ -110,7 +110,7 @@ def build_call(entry: Entry, runner: Runner, owner: Any, name: str, index: int, 
         params = ", ".join([*(f"a{i}" for i in range(n)), *(f"v{k}" for k in range(tail.layout_locals)), "kw"])
         fn_name = f"tail_entry_{index}"
         header = [f"def {fn_name}({params}):", f'    """Entry {index} of {name} past its layout checks."""']
-        run = _define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
+        run = define(fn_name, header + tail.lines[tail.split:], tail.ns, f"{name} tail {index}", in_package=True)
         call.group = _Tail(entry.key, tail.lines[:tail.split], tail.ns, params, run, owner, name, index, n,
                            exclusive_guards.facts(entry.guards) if guarded is not None else None)
     return call
@@ -142,10 +142,10 @@ def _call_header(fn_name: str, doc: str, n: int) -> list[str]:
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_NO = object()  # a parameter of a call function the caller did not pass (never a user's value)
+NO = object()  # a parameter of a call function the caller did not pass (never a user's value)
 
 
-def _define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_package: bool = False) -> Any:
+def define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_package: bool = False) -> Any:
     """The function ``fn_name`` of the generated ``lines``, its source in ``linecache`` (tracebacks show it).
     ``in_package``: its file name lies in this package's folder, for a function that stays on the stack while the
     generic path runs (a call function), so that frames walked to find the user's call site (call_site.py) skip
@@ -248,7 +248,11 @@ def _eager_lines(w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[
     if not hasattr(owner, "_fallbacks"):
         return []
     w.ns.update(FN=owner._fn, FALLBACKS=owner._fallbacks)
-    return ['    if E.mode == "eager":  # the user\'s function', "        next(FALLBACKS)",
+    tick = ["        next(FALLBACKS)"]
+    if hasattr(owner, "_eager_tick"):  # a look every TICK eager runs: eager_mode.py
+        w.ns.update(TICK=owner._eager_tick)
+        tick = [f"        if not next(FALLBACKS) % {eager_mode.TICK}:", "            TICK()"]
+    return ['    if E.mode == "eager":  # the user\'s function', *tick,
             f"        return FN{pa}" if pa.startswith("(") else f"        return FN(*{pa}, **{pk})"]  # kw: empty there
 
 
@@ -431,7 +435,7 @@ def _group_call(out: list[Runner]) -> Callable[..., Any] | None:
     if len(tails) < 2:
         return None
     first = tails[0]
-    ns = {**first.ns, "MISS": MISS, "SELF": first.owner, "RUNNER": out[0], "NO": _NO,
+    ns = {**first.ns, "MISS": MISS, "SELF": first.owner, "RUNNER": out[0], "NO": NO,
           "AFTER": _past(first.owner, tuple(out[len(tails):]))}
     fn_name = f"call_group_{first.index}"
     doc = f"{first.name} when entries {', '.join(str(t.index) for t in tails)} (one key) are first."
@@ -444,7 +448,7 @@ def _group_call(out: list[Runner]) -> Callable[..., Any] | None:
                   "    if r is not MISS:", "        return r"]
     given = "(" + "".join(f"a{i}, " for i in range(first.n)) + ")"
     lines.append(f"    return AFTER({given}, kw)")
-    return _define(fn_name, lines, ns, f"{first.name} group {first.index}", in_package=True)
+    return define(fn_name, lines, ns, f"{first.name} group {first.index}", in_package=True)
 
 
 def _past(owner: Any, rest: tuple[Runner, ...]) -> Callable[[tuple, dict[str, Any]], Any]:

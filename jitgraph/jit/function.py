@@ -22,7 +22,7 @@ import types
 from typing import Any, NamedTuple, Self
 
 from jitgraph.errors import BackendError
-from jitgraph.jit import effects, hot_recompiles, tiering
+from jitgraph.jit import eager_mode, effects, hot_recompiles, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_path import CallPath
@@ -30,7 +30,7 @@ from jitgraph.jit.call_site import call_site
 from jitgraph.jit.dispatch import build_call, build_runner, covers, runners
 from jitgraph.jit.dynamic_policy import DynamicPolicy
 from jitgraph.jit.entries import Entry, sizes_aside
-from jitgraph.jit.hot_recompiles import count_value, holders
+from jitgraph.jit.hot_recompiles import holders
 from jitgraph.jit.inspection import Inspection
 from jitgraph.jit.refusals import RECOMPILE_HINT, raise_fullgraph, refuse_break_on_device, refuse_eager_on_device
 from jitgraph.jit.resume import ResumableArtifact
@@ -99,6 +99,8 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         self.entries.clear()
         self._hits = itertools.count()  # bumped on the lock-free warm path (next() is one C call)
         self._fallbacks = itertools.count()
+        self._eager_calls = itertools.count()  # eager_mode.py
+        self._eager_last: tuple[int, int] | None = None  # none yet: the first look only counts
         self._misses = 0  # these change under the lock only
         self._recompiles = 0
         self._reasons: list[str] = []
@@ -154,7 +156,8 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         NumPy performs its own effects in its own order and raises its own exception. An entry being measured
         (tiering.py) runs the graph or the function, alternately."""
         if entry.mode != "graph":
-            next(self._fallbacks)
+            if not next(self._fallbacks) % eager_mode.TICK:
+                self._eager_tick()
             return self._fn(*user_args, **user_kwargs)
         probe = entry.probe
         if probe is not None:
@@ -243,7 +246,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
             self._dynamic = entry.traced.dynamic
         self._runners = runners(self.entries, self._dynamic)
         self._covered = covers(self.entries, self._runners)
-        self._streak.published(count_value(self._hits))
+        self._streak.published(self.cache_info().hits)
 
     def _build_runner(self, entry: Entry, index: int, every_call: bool = False) -> tuple[Any, tuple]:
         """The runner (with its call function) and plain-int positions of ``entry``, from its traced call
@@ -304,7 +307,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         facts = describe(args, kwargs, parameter_names(self._fn, len(args)))
         plan = self._size_plan(facts, args, kwargs)  # new sizes of dimensions that may be dynamic
         same_key = self._table.get(key)
-        hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), count_value(self._hits),
+        hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), self.cache_info().hits,
                                   (key, holders(user_args, user_kwargs))) and not self.fullgraph
         if self.entries:
             reason = self._why_missed(key, facts, args, kwargs)
@@ -353,7 +356,8 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
             with self._lock:
                 self._misses += 1
         refuse_eager_on_device(self.name, leaves, why or "it hit its recompile limit", None, RECOMPILE_HINT)
-        next(self._fallbacks)
+        if not next(self._fallbacks) % eager_mode.TICK:
+            self._eager_tick()
         return self._fn(*user_args, **user_kwargs)
 
     def _compile(self, traced: Traced) -> Entry:

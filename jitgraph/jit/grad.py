@@ -67,6 +67,7 @@ class GradFunction(CompiledFunction):
 
     interpreted_graphs_run_eagerly = False  # the joint graph has no eager twin: interpreting it is the fallback
     tiers_down = False  # nor is the eager gradient a twin to measure it against (tiering.py)
+    skips_to_eager = False  # its eager entries interpret the joint graph: worth the checks (eager_mode.py)
 
     def __init__(self, fn: Any, spec: GradSpec, backend: str | None = None, fullgraph: bool = False,
                  cache_limit: int = 8, options: dict[str, Any] | None = None) -> None:

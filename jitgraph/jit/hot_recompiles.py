@@ -32,7 +32,6 @@ and the second pass hits them all.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import Any
 
 import numpy as np
@@ -51,11 +50,6 @@ class AnyAlias:
 
 
 ANY_ALIAS = AnyAlias()
-
-
-def count_value(counter: itertools.count) -> int:
-    """The next value of an ``itertools.count`` without drawing it (its repr is ``count(N)``)."""
-    return int(repr(counter)[6:-1])
 
 
 def holders(args: tuple, kwargs: dict[str, Any]) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from jitgraph.inspect.result import ExplainResult
 from jitgraph.ir.graph import Graph
-from jitgraph.jit import tiering
+from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.entries import CacheInfo, Entry
 from jitgraph.jit.explain_builder import build_explain
@@ -27,6 +27,7 @@ class Inspection:
     _lock: threading.RLock
     _hits: itertools.count
     _fallbacks: itertools.count
+    _eager_calls: itertools.count
     _misses: int
     _recompiles: int
     _variants: int
@@ -38,8 +39,9 @@ class Inspection:
 
     def cache_info(self) -> CacheInfo:
         with self._lock:
-            return CacheInfo(hits=tally(self._hits), misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks), size_variants=self._variants,
+            skipped = eager_mode.skipped(self._eager_calls)  # a call eager mode ran: an eager entry's hit
+            return CacheInfo(hits=tally(self._hits) + skipped, misses=self._misses, recompiles=self._recompiles,
+                             fallbacks=tally(self._fallbacks) + skipped, size_variants=self._variants,
                              entries=sum(e.instance_of is None for e in self.entries),
                              size_instances=sum(e.instance_of is not None for e in self.entries),
                              tiered_down=tiering.tiered_down(self.entries))
@@ -55,7 +57,7 @@ class Inspection:
         """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
         renders it."""
         return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
-                             fallbacks=tally(self._fallbacks), output=output)
+                             fallbacks=self.cache_info().fallbacks, output=output)
 
     def break_reasons(self) -> list[BreakReason]:
         return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]

@@ -12,11 +12,13 @@ hands it to the probe. The probe alternates between the compiled graph and the p
 the switch (worker threads the other side left spinning -- OpenBLAS's after a matrix product -- compete with the
 next parallel kernel for milliseconds; caches hold the other side's data), which a program calling one of them
 again and again does not pay; alternating call by call charged it to every sample. What is timed is what a call would cost either way: for an entry whose graph
-runs on the fast path (``on_raise`` FAST), two runners of its own (dispatch.build_runner over copies of the entry):
-one that runs the fast path as published (the inline driver call, a BLAS program that checks its own arrays), one
-that ends as a demoted entry does, in a call of the function; both make the entry's checks. Timing the slow
-path's ``compiled(leaves)`` instead made a BLAS program look microseconds slower than it is, and left out what a
-demoted call still pays, so graphs that tie with NumPy were demoted into running slower. An entry that is never
+runs on the fast path (``on_raise`` FAST), a runner of its own (dispatch.build_runner over a copy of the entry)
+that runs the fast path as published (the inline driver call, a BLAS program that checks its own arrays) after
+the entry's checks, against the user's function called alone: once demoted, a function whose every call runs
+eagerly skips the checks (eager mode, eager_mode.py), so what the graph competes with is the function itself.
+(Timing the eager side with the layout checks a demoted entry used to make on every call kept graphs that were
+10-20% slower than the function: the checks hid the difference.) Timing the slow path's ``compiled(leaves)``
+instead made a BLAS program look microseconds slower than it is. An entry that is never
 fast (it mutates arguments and may raise: effects.py) runs the slow path either way, with its ``on_raise`` care,
 so that and the function are timed. After :data:`PROBE_RUNS` timed runs of each the entry is decided: demoted (``Entry.demote``, the reason giving both
 times) when eager wins by :data:`MARGIN` on the median, on the minimum and in most sample pairs
@@ -121,12 +123,21 @@ def start(owner: Any, entry: Entry, index: int) -> None:
     probe.on_demote = getattr(owner, "_measured_eager", None)
     if entry.fast:
         eager = _Demoted(owner.fn)
-        probe.fast_run = _runner(entry, owner.name, index, "graph", eager.run_slow)
-        probe.eager_run = _runner(entry, owner.name, index, "eager", eager.run_slow, probe.on_demote is not None)
+        probe.fast_run = _runner(entry, owner.name, index, eager.run_slow)
+        probe.eager_run = _plain(owner.fn)
     if probe.on_demote is not None:  # built now: the traced call's arguments are released once it is published
         probe.demoted = owner._build_runner(entry, index, every_call=True)
     entry.probe = probe
     entry.fast = False
+
+
+def _plain(fn: Callable[..., Any]) -> Callable[[tuple, dict[str, Any]], Any]:
+    """The eager side of a probe: the function, called. Once demoted, a call of the entry costs that and ~0.1 us
+    where every call runs eagerly (eager mode, eager_mode.py); with graph entries also taking calls, a demoted
+    call still checks the layout (~0.3-0.6 us), but that graph entry's own checks are no cheaper."""
+    def run(args: tuple, kwargs: dict[str, Any]) -> Any:
+        return fn(*args, **kwargs)
+    return run
 
 
 class _Demoted:
@@ -144,15 +155,12 @@ class _Demoted:
         raise AssertionError("the graph twin is fast: it never ends here")
 
 
-def _runner(entry: Entry, name: str, index: int, mode: str, slow: Callable[..., Any], every_call: bool = False
-            ) -> Any:
-    """A dispatch runner over a copy of ``entry`` as it runs in ``mode``: "graph" (the fast path) or "eager" (as a
-    demoted entry, ending in ``slow``); the entry's checks (``every_call``: the layout alone, as a demoted entry
-    checks it: hot_recompiles.take_every_call), then the path timed. None where the entry has no runner (the generic
-    path: both sides pay the same lookup)."""
+def _runner(entry: Entry, name: str, index: int, slow: Callable[..., Any]) -> Any:
+    """A dispatch runner over a copy of ``entry`` as it runs on the fast path, with the entry's checks (its graph
+    side as a call pays it). None where the entry has no runner (the generic path)."""
     twin = copy.copy(entry)
-    twin.mode, twin.fast, twin.probe = mode, mode == "graph", None
-    runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow, every_call)
+    twin.fast, twin.probe = True, None
+    runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
     return runner
 
 

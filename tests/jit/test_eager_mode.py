@@ -1,0 +1,198 @@
+"""Eager mode (jitgraph/jit/eager_mode.py): a function whose calls all run eagerly skips its checks on most calls,
+still answers as NumPy does, counts every call, and compiles a new layout within CHECK_EVERY calls."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import jitgraph
+from jitgraph.jit import eager_mode, tiering
+from tests.realworld import corpus, corpus_numeric, harness
+from jitgraph.jit.breaks import BreakReason
+
+WARM = 3 * eager_mode.TICK  # eager calls after which a function whose every call runs eagerly is in eager mode
+
+
+def _axpy(a, x, y):
+    return a * x + y
+
+
+def _scaled(x, scale=2.0, *, shift=0.0):
+    return x * scale + shift
+
+
+class _WithProperty:
+    def __init__(self) -> None:
+        self._v = np.zeros(3)
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = value + 1.0  # user code the tracer does not replay: the call runs eagerly
+
+
+def _store_through_property(obj, x):
+    obj.v = x * 2.0
+    return obj.v.sum()
+
+
+def _in_eager_mode(f) -> bool:
+    return hasattr(f.func, "checked")
+
+
+def _demoted(fn, *args, **options):
+    f = jitgraph.compile(fn, backend="cpu", tier_down=False, **options)
+    f(*args)
+    f.entries[0].demote(BreakReason("demoted by the test", None, None))  # as a measured tier-down does
+    return f
+
+
+def test_demoted_function_enters_eager_mode_and_counts_every_call() -> None:
+    x, y = np.arange(4.0), np.ones(4)
+    f = _demoted(_axpy, 2.0, x, y)
+    for _ in range(WARM):
+        np.testing.assert_array_equal(f(2.0, x, y), _axpy(2.0, x, y))
+    assert _in_eager_mode(f)
+    before = f.cache_info()
+    for k in range(1000):
+        np.testing.assert_array_equal(f(float(k), x, y), _axpy(float(k), x, y))
+    after = f.cache_info()
+    assert after.hits - before.hits == 1000 and after.fallbacks - before.fallbacks == 1000
+    assert after.misses == before.misses == 1  # float values share the entry
+
+
+def test_eager_mode_compiles_a_new_layout_within_check_every_calls() -> None:
+    x, y = np.arange(4.0), np.ones(4)
+    f = _demoted(_axpy, 2.0, x, y)
+    for _ in range(WARM):
+        f(2.0, x, y)
+    assert _in_eager_mode(f)
+    big, ones = np.arange(100.0), np.ones(100)
+    for _ in range(eager_mode.CHECK_EVERY):
+        np.testing.assert_array_equal(f(3.0, big, ones), _axpy(3.0, big, ones))
+    assert f.cache_info().misses == 2 and f.entries[-1].mode == "graph"
+    assert not _in_eager_mode(f)  # the new graph entry's call function took over
+    np.testing.assert_array_equal(f(3.0, big, ones), _axpy(3.0, big, ones))
+
+
+def test_a_graph_entry_still_hit_keeps_the_function_out_of_eager_mode() -> None:
+    x, y = np.arange(4.0), np.ones(4)
+    f = _demoted(_axpy, 2.0, x, y)
+    big, ones = np.arange(100.0), np.ones(100)
+    f(2.0, big, ones)  # a graph entry for the larger layout
+    for _ in range(WARM):
+        f(2.0, x, y)
+        f(2.0, big, ones)
+    assert not _in_eager_mode(f)
+    assert f.entries[1].mode == "graph"
+
+
+def test_eager_mode_leaves_when_a_checked_call_runs_a_graph() -> None:
+    x, y = np.arange(4.0), np.ones(4)
+    f = _demoted(_axpy, 2.0, x, y)
+    big, ones = np.arange(100.0), np.ones(100)
+    f(2.0, big, ones)  # graph entry 2, then only small calls: eager mode
+    for _ in range(WARM):
+        f(2.0, x, y)
+    assert _in_eager_mode(f)
+    for _ in range(eager_mode.CHECK_EVERY):  # the checked one among these runs entry 2's graph
+        np.testing.assert_array_equal(f(2.0, big, ones), _axpy(2.0, big, ones))
+    assert not _in_eager_mode(f)
+    assert f.cache_info().misses == 2
+
+
+def test_an_eager_entry_of_a_break_enters_eager_mode_with_the_same_effects() -> None:
+    f = jitgraph.compile(_store_through_property)
+    objs, ref = [_WithProperty() for _ in range(2)]
+    x = np.arange(3.0)
+    for k in range(WARM + 10):
+        assert f(objs, x + k) == _store_through_property(ref, x + k)
+        np.testing.assert_array_equal(objs.v, ref.v)
+    assert f.entries[0].mode == "eager" and _in_eager_mode(f)
+
+
+def test_eager_mode_passes_keywords_defaults_and_raises_as_the_function() -> None:
+    x = np.arange(3.0)
+    f = _demoted(_scaled, x)
+    for _ in range(WARM):
+        f(x)
+    assert _in_eager_mode(f)
+    for _ in range(2 * eager_mode.CHECK_EVERY):  # the checked calls among them too
+        np.testing.assert_array_equal(f(x), _scaled(x))
+        np.testing.assert_array_equal(f(x, 3.0), _scaled(x, 3.0))
+        np.testing.assert_array_equal(f(x, shift=1.0), _scaled(x, shift=1.0))
+        np.testing.assert_array_equal(f(x=x, scale=0.5), _scaled(x=x, scale=0.5))
+    with pytest.raises(TypeError):
+        f()
+    with pytest.raises(ValueError):
+        f(np.ones(2), np.ones(3))
+
+
+def test_grad_functions_never_enter_eager_mode() -> None:
+    assert jitgraph.grad(lambda x: (x * x).sum()).skips_to_eager is False
+
+
+def test_eager_mode_under_threads() -> None:
+    x, y = np.arange(4.0), np.ones(4)
+    f = _demoted(_axpy, 2.0, x, y)
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for k in range(WARM):
+                a = float(seed * 1000 + k)
+                np.testing.assert_array_equal(f(a, x, y), _axpy(a, x, y))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    info = f.cache_info()
+    assert info.hits == 4 * WARM and info.fallbacks == 4 * WARM
+
+
+def _step(w, g, /, lr=0.1, decay=0.0):
+    return w - lr * (g + decay * w)
+
+
+def _message(fn, *args, **kwargs) -> str:
+    with pytest.raises(TypeError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+def test_mirrored_parameters_bind_and_fail_as_the_function_does() -> None:
+    w, g = np.arange(3.0), np.ones(3)
+    f = _demoted(_step, w, g)
+    for _ in range(WARM):
+        f(w, g)
+    assert _in_eager_mode(f) and f.func.__name__ == "_step"  # the function's own parameters (no packing)
+    for _ in range(2 * eager_mode.CHECK_EVERY):
+        np.testing.assert_array_equal(f(w, g), _step(w, g))
+        np.testing.assert_array_equal(f(w, g, 0.2), _step(w, g, 0.2))
+        np.testing.assert_array_equal(f(w, g, decay=0.5), _step(w, g, decay=0.5))
+        np.testing.assert_array_equal(f(w, g, lr=0.3, decay=0.1), _step(w, g, lr=0.3, decay=0.1))
+    for args, kwargs in [((), {}), ((w,), {}), ((w, g, 0.1, 0.2, 0.3), {}), ((w,), {"g": g}), ((w, g), {"x": 1})]:
+        assert _message(f, *args, **kwargs) == _message(_step, *args, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["Tanh.forward", "Dense.forward", "SGD.update", "store_attr[property]", "with_random",
+                                  "coo_spmv"])
+def test_corpus_functions_stay_exact_in_eager_mode(name, monkeypatch):
+    """Corpus cases (tests/realworld) the probe demotes or that break: every call compared with eager NumPy on deep
+    copies (results, arguments, objects, globals, identity) through the probe, into eager mode and past its checked
+    calls."""
+    monkeypatch.setenv("JITGRAPH_TIER_DOWN", "1")
+    case = next(c for c in corpus.CASES + corpus_numeric.CASES if c.name == name)
+    out = harness.run_case(case, backend="cpu", calls=tiering.PROBE_CALLS + WARM + 2 * eager_mode.CHECK_EVERY)
+    assert out.wrong == []
