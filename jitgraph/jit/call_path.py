@@ -61,24 +61,33 @@ class CallPath:
     def _runners(self, value: tuple) -> None:
         self._runner_tuple = value
         call = getattr(value[0], "call", None) if value else None
-        self._call = call if call is not None else self._generic  # out of eager mode: the ticks look again
+        self._call = call if call is not None else self._generic  # out of eager mode
+        if value and all(e.mode != "graph" or e.retired for e in self.entries):
+            self._enter_eager_mode()  # every entry runs the function (a break, a demotion): at once
 
     def _eager_tick(self) -> None:
-        """A look, every ``eager_mode.TICK`` eager runs: where every call since the last look ran eagerly, the
-        function enters eager mode (eager_mode.py). Under the lock: a publication meanwhile sets the call
-        function, which this must not wrap."""
+        """A look, every ``eager_mode.TICK`` eager runs: where every call since the last look ran eagerly (graph
+        entries there are, but no call takes them), the function enters eager mode (eager_mode.py). Under the
+        lock: a publication meanwhile sets the call function, which this must not wrap."""
         with self._lock:
             now = (tally(self._hits), tally(self._fallbacks))
             last, self._eager_last = self._eager_last, now
-            checked = self.func
-            if last is not None and eager_mode.all_eager(*now, last) and self.skips_to_eager and not hasattr(checked, "checked"):
-                ns = {"FN": self._fn, "CALLS": self._eager_calls, "CHECKED": checked, "NO": eager_mode.NO,
-                      "CHECKED_CALL": self._checked_call, "BIND": eager_mode.bind}
-                lines = eager_mode.source(self._fn)
-                call = define("eager_mode_call", lines, ns, f"{self.name} eager mode", in_package=True)
-                eager_mode.name_like(call, self._fn)
-                call.checked = checked  # what eager mode replaced
-                self._call = call
+            if last is not None and eager_mode.all_eager(*now, last):
+                self._enter_eager_mode()
+
+    def _enter_eager_mode(self) -> None:
+        """Replace the call function by eager mode's (eager_mode.source): the user's function, every
+        ``CHECK_EVERY``-th call through the call function it replaces. Under the lock (or from the runners'
+        setter, which runs under it)."""
+        checked = self.func
+        if not self.skips_to_eager or hasattr(checked, "checked"):
+            return
+        ns = {"FN": self._fn, "CALLS": self._eager_calls, "CHECKED": checked, "NO": eager_mode.NO,
+              "CHECKED_CALL": self._checked_call, "BIND": eager_mode.bind}
+        call = define("eager_mode_call", eager_mode.source(self._fn), ns, f"{self.name} eager mode", in_package=True)
+        eager_mode.name_like(call, self._fn)
+        call.checked = checked  # what eager mode replaced
+        self._call = call
 
     def _checked_call(self, checked: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
         """An eager-mode call that goes through the checks (``checked``, the call function eager mode replaced):

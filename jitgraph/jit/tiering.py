@@ -28,15 +28,19 @@ to what ``on_raise`` allows. A graph clearly faster after :data:`EARLY_RUNS` run
 :data:`EARLY_FACTOR` times faster) is kept at once, so a large call whose graph is much faster pays for few eager
 runs; a demotion always waits for :data:`PROBE_RUNS` (one block can fall in a stall of a loaded machine: a block of
 matrix products that each waited 12 ms for OpenBLAS's threads once demoted a 40 us product). The decision is per entry: entries are per argument sizes and layouts, so a later, larger
-call gets its own entry and is measured on its own.
+call gets its own entry and is measured on its own (once every entry of the function runs eagerly, the function is
+in eager mode, eager_mode.py, and checks one call in ``CHECK_EVERY``: such a call compiles within that many).
 
 Not measured (``why_not`` says why): tier-down switched off (``tier_down=False``, or ``JITGRAPH_TIER_DOWN=0`` when
 the option is not given); ``fullgraph=True`` (the user asked for the graph, never eager NumPy); device arrays (NumPy
 cannot run on them); a backend other than ``cpu`` (``cuda`` with host arrays is the user's explicit choice of the
-GPU, and ``eager`` is the graph interpreter, asked for to debug graphs); graphs resumed after data-dependent
-breaks (their first calls trace and compile new parts, and the parts a call runs depend on its data, so a few
-calls do not measure them); functions whose graph has no eager twin (``GradFunction``: its ``_fn`` computes a
-gradient the slow way, it sets ``tiers_down = False``).
+GPU, and ``eager`` is the graph interpreter, asked for to debug graphs); functions whose graph has no eager twin
+(``GradFunction``: its ``_fn`` computes a gradient the slow way, it sets ``tiers_down = False``).
+
+A graph resumed after data-dependent breaks (jit/resume.py) is measured like any other, but a call that traced and
+compiled a new part of it (its ``retraces`` grew) is not timed. Its calls take different paths with different
+data; the decision is made on the calls the user made, like every other (``early_none``, a function whose graph
+and resumed part took 8 us against the function's 4, stayed compiled before).
 
 Threads: the sample lists and counters may race (a lost sample only lengthens the probe); the decision is taken
 once, by the thread that draws the first ticket of ``decided`` (``itertools.count``: one C call, atomic under the
@@ -59,7 +63,6 @@ from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.dispatch import MISS, build_runner
 from jitgraph.jit.effects import FAST
 from jitgraph.jit.entries import Entry
-from jitgraph.jit.resume import ResumableArtifact
 
 log_perf = logging.getLogger("jitgraph.perf")
 
@@ -109,8 +112,6 @@ def why_not(owner: Any, entry: Entry) -> str | None:
         return "device arrays"
     if entry.traced.backend != "cpu":
         return f"backend {entry.traced.backend!r}"
-    if isinstance(entry.compiled, ResumableArtifact):
-        return "resumed after data-dependent breaks"
     return None
 
 
@@ -191,6 +192,7 @@ class Probe:
         block, position = divmod(k, BLOCK)
         use_eager = block % 2 == 1
         runner = self.eager_run if use_eager else self.fast_run
+        traced = getattr(entry.compiled, "retraces", 0)  # a graph resumed after a data-dependent break
         t = time.perf_counter()
         if runner is not None:
             result = runner(user_args, user_kwargs)
@@ -199,6 +201,8 @@ class Probe:
         elapsed = time.perf_counter() - t
         if result is MISS:  # a guard read a global another thread changed meanwhile: not timed
             return eager() if use_eager else graph()
+        if getattr(entry.compiled, "retraces", 0) != traced:  # it traced and compiled a new part: not timed
+            return result
         if position >= DISCARD and entry.mode == "graph":
             (self.eager if use_eager else self.compiled).append(elapsed)
             self._maybe_decide(entry)

@@ -10,8 +10,8 @@ import pytest
 
 import jitgraph
 from jitgraph.jit import eager_mode, tiering
-from tests.realworld import corpus, corpus_numeric, harness
 from jitgraph.jit.breaks import BreakReason
+from tests.realworld import corpus, corpus_numeric, harness
 
 WARM = 3 * eager_mode.TICK  # eager calls after which a function whose every call runs eagerly is in eager mode
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.jit import tiering
+from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.effects import SNAPSHOT
 from tests.realworld import corpus, corpus_numeric, harness
 
@@ -66,8 +66,8 @@ def test_small_call_tiers_down_and_a_large_call_of_the_same_function_stays_compi
                                                                                         "(tier_down=False keeps the graph)")
     assert "eager" in first.break_reason.reason and first.break_reason.filename == sum_squares.__code__.co_filename
 
-    large = np.linspace(0.0, 1.0, 3000)
-    _drive(cf, large)
+    large = np.linspace(0.0, 1.0, 3000)  # every entry eager: eager mode checks one call in CHECK_EVERY
+    _drive(cf, large, eager_mode.CHECK_EVERY + tiering.PROBE_CALLS + 2)
     second = cf.entries[1]
     assert second.mode == "graph" and second.probe is None and second.fast
     assert second.measured.endswith("runs compiled")
@@ -152,19 +152,50 @@ def none_when_large(x):
     return np.tanh(x) / s
 
 
-@pytest.mark.parametrize("how", ["off", "fullgraph", "eager backend", "resumed"])
+@pytest.mark.parametrize("how", ["off", "fullgraph", "eager backend"])
 def test_entries_not_measured(how):
     kwargs = {"off": {}, "fullgraph": {"fullgraph": True, "tier_down": True},
-              "eager backend": {"backend": "eager", "tier_down": True}, "resumed": {"tier_down": True}}[how]
-    fn = none_when_large if how == "resumed" else double
-    cf = jitgraph.compile(fn, **kwargs)  # "off": the test suite sets JITGRAPH_TIER_DOWN=0
+              "eager backend": {"backend": "eager", "tier_down": True}}[how]
+    cf = jitgraph.compile(double, **kwargs)  # "off": the test suite sets JITGRAPH_TIER_DOWN=0
     x = np.arange(1.0, 5.0)
     _drive(cf, x)
     entry = cf.entries[0]
     assert (entry.mode, entry.probe, entry.measured) == ("graph", None, None)
     assert tiering.why_not(cf, entry) == {"off": "tier-down is off", "fullgraph": "fullgraph=True",
-                                           "eager backend": "backend 'eager'",
-                                           "resumed": "resumed after data-dependent breaks"}[how]
+                                           "eager backend": "backend 'eager'"}[how]
+
+
+def test_a_resumed_graph_is_measured_and_its_new_parts_are_not_timed():
+    """A graph resumed after a data-dependent break (jit/resume.py) is measured; the calls that traced a new part
+    after the break (the other side of ``s > 10``) are not timed, and every call equals eager."""
+    cf = jitgraph.compile(none_when_large, tier_down=True)
+    small, large = np.arange(1.0, 5.0), np.arange(1.0, 5.0) * 10
+    cf(small)
+    entry = cf.entries[0]
+    assert tiering.why_not(cf, entry) is None and entry.probe is not None
+    for k in range(tiering.PROBE_CALLS + 2):
+        x = large if k in (3, 11) else small  # the other path, first traced on a timed call
+        out, ref = cf(x), none_when_large(x)
+        assert (out is None and ref is None) or np.array_equal(out, ref)
+    assert entry.probe is None and entry.measured is not None
+    assert entry.mode == "eager" or len(entry.compiled.root.children) == 2
+
+
+def test_a_call_that_traced_a_new_part_is_not_timed():
+    compiled = type("Artifact", (), {"retraces": 0})()
+    entry = type("E", (), {"mode": "graph", "on_raise": "fast", "fast": False, "compiled": compiled})()
+    probe = tiering.Probe("f", 1)
+
+    def graph():
+        compiled.retraces += 1  # as ResumableArtifact does when a call resumes on a new value
+        return 1
+
+    for _ in range(tiering.BLOCK):  # the first block runs the graph
+        probe.run(entry, graph, lambda: 2, (), {})
+    assert probe.compiled == []
+    for _ in range(tiering.BLOCK):  # the eager block is timed
+        probe.run(entry, graph, lambda: 2, (), {})
+    assert len(probe.eager) == tiering.BLOCK - tiering.DISCARD
 
 
 def test_gradients_are_not_measured():
@@ -246,7 +277,8 @@ def test_a_demoted_entry_takes_every_call_of_its_layout_without_its_guards():
     for _ in range(tiering.PROBE_CALLS + 2):
         np.testing.assert_array_equal(cf(s, x), _Scaler.apply(s, x))
     assert entry.mode == "eager" and entry.check is None
-    assert "self.k" not in cf._call.source  # the runner checks the layout, not the guards
+    assert hasattr(cf._call, "checked")  # every entry eager: eager mode (jit/eager_mode.py)
+    assert "self.k" not in cf._call.checked.source  # the runner checks the layout, not the guards
     for other in (_Scaler(3.5), _Scaler(-1.0)):
         other.table = {"w": np.ones(4), "b": np.zeros(4)}
         np.testing.assert_array_equal(cf(other, x), _Scaler.apply(other, x))
@@ -255,5 +287,6 @@ def test_a_demoted_entry_takes_every_call_of_its_layout_without_its_guards():
     y = np.arange(6.0).reshape(2, 3)  # another layout: traced and measured afresh
     s2 = _Scaler(2.0)
     s2.table = {"w": np.ones(3)}
-    np.testing.assert_array_equal(cf(s2, y), _Scaler.apply(s2, y))
+    for _ in range(eager_mode.CHECK_EVERY):  # eager mode checks one call in CHECK_EVERY
+        np.testing.assert_array_equal(cf(s2, y), _Scaler.apply(s2, y))
     assert cf.cache_info().entries == 2

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 import jitgraph
-from jitgraph.jit import tiering
+from jitgraph.jit import eager_mode, tiering
 
 try:
     from . import corpus
@@ -175,13 +175,14 @@ def _quiet(fn: Any, args: tuple) -> Any:
 
 
 def time_case(case: corpus.Case, backend: str, repeat: int = 50) -> tuple[float, float]:
-    """Median seconds per call, eager and compiled (warm: the compiled function has seen these arguments, and its
-    entry is past the measured tier-down's probe, jit/tiering.py, which alternates graph and eager runs)."""
+    """Median seconds per call, eager and compiled (warm: the compiled function has seen these arguments, its entry
+    is past the measured tier-down's probe, jit/tiering.py, which alternates graph and eager runs, and a function
+    whose calls all run eagerly has had the look that puts it in eager mode, jit/eager_mode.py)."""
     base = case.make()
     eager_args, comp_args = copy.deepcopy(base), copy.deepcopy(base)
     compiled = jitgraph.compile(case.fn, backend=backend)
     g0 = _snapshot_globals()
-    for _ in range(3 + tiering.PROBE_CALLS):
+    for _ in range(3 + tiering.PROBE_CALLS + 2 * eager_mode.TICK):  # past the probe and eager mode's first look
         _quiet(compiled, comp_args)
     te, tc = [], []
     for k in range(repeat):
