@@ -101,8 +101,14 @@ def mirrored_lines(fn: Callable[..., Any]) -> list[str] | None:
     lines = [f"def eager_mode_call({', '.join(params)}):",
              ('    """Eager mode (jitgraph.jit.eager_mode): the user\'s function, and one call in '
               f'{CHECK_EVERY} checked."""')]
-    if optional:
-        lines += [f"    if {' or '.join(f'{p} is NO' for p in optional)}:  # a default left to the function",
+    required = names[:len(names) - len(optional)]
+    for j in range(len(optional)):  # the first j defaults given, the rest left to the function: passed as given
+        cond = " and ".join([f"{p} is not NO" for p in optional[:j]] + [f"{p} is NO" for p in optional[j:]])
+        passed = ", ".join(required + optional[:j])
+        lines += [f"    if {cond}:", f"        if next(CALLS) & {mask}:", f"            return FN({passed})",
+                  f"        return CHECKED_CALL(CHECKED, ({passed},), {{}})"]
+    if len(optional) > 1:
+        lines += [f"    if {' or '.join(f'{p} is NO' for p in optional)}:  # a default left out before one given",
                   f"        args, kw = BIND(({given},), {names!r})",
                   f"        if next(CALLS) & {mask}:",
                   "            return FN(*args, **kw)",

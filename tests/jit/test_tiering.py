@@ -43,8 +43,8 @@ def _slowed(entry, seconds=2e-3):
     """Slow down the entry's graph on the slow path and on the runner that times its fast path (tiering.Probe)."""
     entry.compiled = _Slowed(entry.compiled, seconds)
     probe = entry.probe
-    if probe.fast_run is not None:
-        probe.fast_run = _Slowed(probe.fast_run, seconds)
+    if probe.graph_run is not None:
+        probe.graph_run = _Slowed(probe.graph_run, seconds)
 
 
 def _drive(cf, x, calls=tiering.PROBE_CALLS + 2):
@@ -58,7 +58,7 @@ def test_small_call_tiers_down_and_a_large_call_of_the_same_function_stays_compi
     cf(small)  # the first run, where kernels compile: not measured
     first = cf.entries[0]
     assert first.mode == "graph" and first.probe is not None and not first.fast
-    assert first.probe.fast_run is not None and first.probe.eager_run is not None  # timed as a call runs either way
+    assert first.probe.graph_run is not None and first.probe.eager_run is not None  # timed as a call runs either way
     _slowed(first)
     _drive(cf, small)
     assert first.mode == "eager" and first.probe is None
@@ -123,7 +123,7 @@ def test_a_mutating_entry_that_may_raise_is_probed_exactly():
     x_e, x_c = np.arange(6.0), np.arange(6.0)
     idx, v = np.array([1, 4]), np.array([7.0, 8.0])
     assert cf(x_c, idx, v) == scatter_and_sum(x_e, idx, v)
-    assert cf.entries[0].probe.fast_run is None  # never on the fast path: the slow path, with its snapshot, is timed
+    assert not cf.entries[0].fast  # never on the fast path: the slow path, with its snapshot, is timed
     for k in range(tiering.PROBE_CALLS + 2):
         if k in (4, 7):  # an index out of range on a graph turn, an eager turn: NumPy's exception, x as it leaves it
             bad = np.array([1, 9])
