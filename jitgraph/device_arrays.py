@@ -8,6 +8,7 @@ and ``config``, so that the tracer imports no backend.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any, NamedTuple
 
@@ -27,6 +28,17 @@ def is_device_array(value: Any) -> bool:
     if _FIXED.get(kind):
         return True
     return hasattr(value, "__cuda_array_interface__") or getattr(value, "__cuda_ndarray__", False) is True
+
+
+def may_exist() -> bool:
+    """Whether this process can hold GPU device arrays at all: ``numba.cuda`` or CuPy is imported, or torch with
+    CUDA. A CPU-only process never can, so a function whose calls all run eagerly may skip the checks that refuse
+    device arguments (jit/eager_mode.py); otherwise it keeps them."""
+    if "numba.cuda" in sys.modules or "cupy" in sys.modules:
+        return True
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_available())
 
 
 class _Facts(NamedTuple):

@@ -13,6 +13,7 @@ import functools
 import itertools
 from typing import Any
 
+from jitgraph import device_arrays
 from jitgraph.jit import eager_mode
 from jitgraph.jit.dispatch import MISS, define
 from jitgraph.jit.entries import Entry
@@ -80,8 +81,8 @@ class CallPath:
         ``CHECK_EVERY``-th call through the call function it replaces. Under the lock (or from the runners'
         setter, which runs under it)."""
         checked = self.func
-        if not self.skips_to_eager or hasattr(checked, "checked"):
-            return
+        if not self.skips_to_eager or hasattr(checked, "checked") or device_arrays.may_exist():
+            return  # (device arguments must meet the checks that refuse to run them eagerly)
         ns = {"FN": self._fn, "CALLS": self._eager_calls, "CHECKED": checked, "NO": eager_mode.NO,
               "CHECKED_CALL": self._checked_call, "BIND": eager_mode.bind}
         call = define("eager_mode_call", eager_mode.source(self._fn), ns, f"{self.name} eager mode", in_package=True)
@@ -91,10 +92,11 @@ class CallPath:
 
     def _checked_call(self, checked: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
         """An eager-mode call that goes through the checks (``checked``, the call function eager mode replaced):
-        where it ran no eager fallback (a graph ran), the function leaves eager mode."""
+        where it ran no eager fallback (a graph ran), or device arrays may now exist, the function leaves eager
+        mode."""
         fallbacks = tally(self._fallbacks)
         result = checked(*args, **kwargs)
-        if tally(self._fallbacks) == fallbacks:
+        if tally(self._fallbacks) == fallbacks or device_arrays.may_exist():
             with self._lock:
                 if getattr(self.func, "checked", None) is checked:
                     self._call = checked

@@ -21,6 +21,10 @@ with new arguments is compiled up to :data:`CHECK_EVERY` - 1 calls later, runnin
 slower than NumPy, as the user's own function). ``cache_info()`` counts a skipped call as a hit and a fallback,
 as the eager entry it skipped to would have (:func:`skipped`).
 
+Device arrays: a call on GPU arrays must meet the checks that refuse to run the function eagerly on them
+(refusals.py), so a process that can hold any (``device_arrays.may_exist``: numba.cuda or CuPy imported, torch with
+CUDA) never enters eager mode, and a checked call leaves it once such a module is imported.
+
 Threads: the counters are ``itertools.count`` (one C call); a race costs at most one look or one checked call.
 """
 

@@ -3,17 +3,28 @@ still answers as NumPy does, counts every call, and compiles a new layout within
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 
 import numpy as np
 import pytest
 
 import jitgraph
+from jitgraph import device_arrays
 from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.breaks import BreakReason
 from tests.realworld import corpus, corpus_numeric, harness
 
+MAY_EXIST = device_arrays.may_exist  # the real one (the fixture below replaces it)
 WARM = 3 * eager_mode.TICK  # eager calls after which a function whose every call runs eagerly is in eager mode
+
+
+@pytest.fixture(autouse=True)
+def cpu_only_process(monkeypatch):
+    """The suite's process has imported numba.cuda (the CUDA tests run in it), and eager mode is entered only where
+    no device array can exist (``device_arrays.may_exist``): these tests run as a CPU-only process does."""
+    monkeypatch.setattr(device_arrays, "may_exist", lambda: False)
 
 
 def _axpy(a, x, y):
@@ -196,3 +207,30 @@ def test_corpus_functions_stay_exact_in_eager_mode(name, monkeypatch):
     case = next(c for c in corpus.CASES + corpus_numeric.CASES if c.name == name)
     out = harness.run_case(case, backend="cpu", calls=tiering.PROBE_CALLS + WARM + 2 * eager_mode.CHECK_EVERY)
     assert out.wrong == []
+
+
+def test_no_eager_mode_where_device_arrays_may_exist(monkeypatch):
+    """Device arguments must meet the checks that refuse to run a function eagerly on them (refusals.py)."""
+    x, y = np.arange(4.0), np.ones(4)
+    monkeypatch.setattr(device_arrays, "may_exist", lambda: True)
+    f = _demoted(_axpy, 2.0, x, y)
+    for _ in range(WARM):
+        f(2.0, x, y)
+    assert not _in_eager_mode(f)
+    monkeypatch.setattr(device_arrays, "may_exist", lambda: False)
+    for _ in range(WARM):
+        f(2.0, x, y)
+    assert _in_eager_mode(f)
+    monkeypatch.setattr(device_arrays, "may_exist", lambda: True)  # numba.cuda imported since: the next checked
+    for _ in range(eager_mode.CHECK_EVERY):  # call leaves eager mode
+        np.testing.assert_array_equal(f(2.0, x, y), _axpy(2.0, x, y))
+    assert not _in_eager_mode(f)
+
+
+def test_may_exist_follows_the_imported_modules(monkeypatch):
+    monkeypatch.delitem(sys.modules, "numba.cuda", raising=False)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert MAY_EXIST() is False
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    assert MAY_EXIST() is True

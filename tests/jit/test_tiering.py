@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jitgraph
+from jitgraph import device_arrays
 from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.effects import SNAPSHOT
 from tests.realworld import corpus, corpus_numeric, harness
@@ -266,9 +267,10 @@ class _Scaler:
         return x * self.k + self.table["w"]
 
 
-def test_a_demoted_entry_takes_every_call_of_its_layout_without_its_guards():
+def test_a_demoted_entry_takes_every_call_of_its_layout_without_its_guards(monkeypatch):
     """Once measured slower, an entry checks the layout alone: a call whose guards it would have failed (another
     ``k``, another dict) runs the function too, equal to eager, instead of tracing a graph to measure again."""
+    monkeypatch.setattr(device_arrays, "may_exist", lambda: False)  # as a CPU-only process (test_eager_mode.py)
     cf = jitgraph.compile(_Scaler.apply, tier_down=True)
     x, s = np.arange(4.0), _Scaler(2.0)
     cf(s, x)
