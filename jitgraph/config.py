@@ -84,7 +84,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "run-time bounds may make (the rows its backward saves; more raise ValueError); None: such loops "
            "cannot be differentiated", "None or int >= 1", lambda v: v is None or _positive_int(v)),
     Option("tier_down", None, "measure each new graph entry against the plain function over its first calls and "
-           "run it eagerly when the graph is not faster (jit/tiering.py); None: JITGRAPH_TIER_DOWN decides",
+           "run it eagerly when the graph is not faster (jit/tiering.py); once every call runs eagerly, the "
+           "function skips its checks on 127 calls of 128 (eager mode, jit/eager_mode.py); None: JITGRAPH_TIER_DOWN "
+           "decides",
            "None, True or False", lambda v: v is None or isinstance(v, bool)),
     Option("name", "graph", "loop drivers: the generated function is `loops_<name>` (tests and benchmarks set it)",
            "an identifier", lambda v: isinstance(v, str) and v.isidentifier()),

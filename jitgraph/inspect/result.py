@@ -66,6 +66,7 @@ class ExplainResult:
     recompile_reasons: list[str] = field(default_factory=list)
     entries: list[EntryView] = field(default_factory=list)
     fallbacks: int = 0
+    eager_mode: str | None = None  # how calls run while every one runs eagerly (jit/eager_mode.py)
     # Where a function was split into several graphs around eager calls (print, logging, np.random): each reason
     # is one eager call between two graphs, not a fallback of the whole call.
     split_reasons: list[BreakInfo] = field(default_factory=list)
@@ -98,6 +99,8 @@ class ExplainResult:
         if any(v.measured for v in self.entries):
             lines.append("Measured against eager NumPy (per cache entry):")
             lines.extend(f"  entry {i + 1}: {v.measured}" for i, v in enumerate(self.entries) if v.measured)
+        if self.eager_mode:
+            lines.append(f"Eager mode: {self.eager_mode}")
         if any(v.symbolic for v in self.entries):
             lines.append("Symbolic sizes (one trace for every size of these dimensions):")
             lines.extend(f"  entry {i + 1}: {v.symbolic}" for i, v in enumerate(self.entries) if v.symbolic)

@@ -50,6 +50,12 @@ def skipped(calls: itertools.count) -> int:
     return n - -(-n // CHECK_EVERY)
 
 
+def describe() -> str:
+    """What ``explain()`` says of a function in eager mode."""
+    return (f"calls run the function itself without checking their arguments; one call in {CHECK_EVERY} is "
+            "checked (a new argument layout compiles then, and a call that runs a graph leaves eager mode)")
+
+
 def all_eager(hits: int, fallbacks: int, last: tuple[int, int]) -> bool:
     """Whether the calls between the look that saw ``last`` (hits, fallbacks) and this one all ran eagerly."""
     grew = hits - last[0]

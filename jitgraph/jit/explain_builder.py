@@ -81,9 +81,9 @@ def lowered_graphs(entry: Entry) -> list[Graph]:
 
 
 def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: list[str], fallbacks: int,
-                  output: Any = None) -> ExplainResult:
+                  output: Any = None, eager_mode: str | None = None) -> ExplainResult:
     """The explain data over ``entries`` (in cache order); compile times are summed over them, the guards shown
-    at the top are the last entry's."""
+    at the top are the last entry's; ``eager_mode`` says how calls run where the function is in eager mode."""
     views = [entry_view(e) for e in entries]
     traced = [g for e in entries for g in traced_graphs(e)]
     times: dict[str, float] = {}
@@ -98,4 +98,4 @@ def build_explain(entries: list[Entry], *, function: Any, recompile_reasons: lis
         split_reasons=[r for v in views for r in v.split_reasons],
         pass_reports=[v.pass_report for v in views if v.pass_report is not None],
         compiled_graphs=[v.compiled for v in views if v.compiled is not None], output=output, function=function,
-        recompile_reasons=list(recompile_reasons), entries=views, fallbacks=fallbacks)
+        recompile_reasons=list(recompile_reasons), entries=views, fallbacks=fallbacks, eager_mode=eager_mode)

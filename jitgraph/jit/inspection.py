@@ -28,6 +28,7 @@ class Inspection:
     _hits: itertools.count
     _fallbacks: itertools.count
     _eager_calls: itertools.count
+    func: Any  # the partial's target: the call function (call_path.py)
     _misses: int
     _recompiles: int
     _variants: int
@@ -57,7 +58,8 @@ class Inspection:
         """An ExplainResult over every cache entry so far (recompiles and their reasons included); ``.show()``
         renders it."""
         return build_explain(self.entries, function=self._fn, recompile_reasons=self.recompile_reasons(True),
-                             fallbacks=self.cache_info().fallbacks, output=output)
+                             fallbacks=self.cache_info().fallbacks, output=output,
+                             eager_mode=eager_mode.describe() if hasattr(self.func, "checked") else None)
 
     def break_reasons(self) -> list[BreakReason]:
         return [e.break_reason for e in self.entries if e.mode == "eager" and e.break_reason is not None]

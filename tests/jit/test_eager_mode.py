@@ -76,6 +76,7 @@ def test_demoted_function_enters_eager_mode_and_counts_every_call() -> None:
     after = f.cache_info()
     assert after.hits - before.hits == 1000 and after.fallbacks - before.fallbacks == 1000
     assert after.misses == before.misses == 1  # float values share the entry
+    assert "Eager mode: calls run the function itself" in f.explain().summary()
 
 
 def test_eager_mode_compiles_a_new_layout_within_check_every_calls() -> None:
