@@ -9,17 +9,22 @@ capture: it marks the code object skipped, for good. Here the skip is reversible
 larger batch a graph would win on, a value that avoids the break), so one call in :data:`CHECK_EVERY` still goes
 through the checks, and where that call runs a graph the function leaves eager mode.
 
-When: the eager runs count ticks (``tick``, one look every :data:`TICK` eager runs, from the call function's eager
-hit, ``CompiledFunction._run_slow`` and ``_run_disabled``). A look compares the hit and fallback counters with the
-last look's: every call since then ran eagerly when the fallbacks grew by as many as the hits (each an eager
-entry's hit) or the hits did not grow at all (each a miss past the recompile limit). A publication (a new entry,
-a demotion) sets the runners and so the call function, which leaves eager mode; the ticks look again.
+When: at once where no entry of the function is a graph any more (the runners are set under the compile lock
+after every publication and demotion: CallPath's ``_runners`` setter); else after a look, every :data:`TICK` eager
+runs (from the call function's eager hit, ``CompiledFunction._run_slow`` and ``_run_disabled``), that compares the
+hit and fallback counters with the last look's: every call since then ran eagerly when the fallbacks grew by as many
+as the hits (each an eager entry's hit) or the hits did not grow at all (each a miss past the recompile limit): the
+graph entries there are take no call (an optimiser's first-call entry, its state still empty). A publication sets
+the call function again, which leaves eager mode unless every entry is eager.
 
-What it costs: a skipped call is the partial's call of the generated function (:func:`call_lines`), one counter
-and the user's function (~0.1 us); every :data:`CHECK_EVERY`-th call the checks and two counter reads. What it changes: a call
+What it costs: a skipped call is the partial's call of the generated function (:func:`source`: the user's own
+parameters where they are plain), one counter and the user's function (~0.07 us over calling the function, ~0.13
+with the partial); every :data:`CHECK_EVERY`-th call the checks and two counter reads. What it changes: a call
 with new arguments is compiled up to :data:`CHECK_EVERY` - 1 calls later, running eagerly until then (never
-slower than NumPy, as the user's own function). ``cache_info()`` counts a skipped call as a hit and a fallback,
-as the eager entry it skipped to would have (:func:`skipped`).
+slower than NumPy, as the user's own function); a checked call passes the arguments positionally, so a function
+called with keywords may get one more entry, keyed on the positional form. ``cache_info()`` counts a skipped call
+as a hit and a fallback, as the eager entry it skipped to would have (:func:`skipped`); past the recompile limit,
+only checked calls count as misses.
 
 Device arrays: a call on GPU arrays must meet the checks that refuse to run the function eagerly on them
 (refusals.py), so a process that can hold any (``device_arrays.may_exist``: numba.cuda or CuPy imported, torch with

@@ -5,13 +5,13 @@ fallbacks) with what the generic path reports for the same calls (runners switch
 from __future__ import annotations
 
 import pickle
-import threading
 
 import numpy as np
 
 import jitgraph
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.function import CompiledFunction
+from tests.thread_storm import storm
 
 G = np.arange(4.0)
 
@@ -123,22 +123,13 @@ def test_demotion_and_stub_take_effect_at_once() -> None:
 def test_threads_share_the_call_function() -> None:
     f = jitgraph.compile(relu)
     arrays = [np.arange(-5.0, n) for n in (3, 4, 5)]  # three shapes: entries published while others call
-    errors: list[BaseException] = []
 
     def work(k: int) -> None:
-        try:
-            for i in range(60):
-                a = arrays[(i + k) % 3]
-                np.testing.assert_array_equal(f(a), relu(a))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for i in range(60):
+            a = arrays[(i + k) % 3]
+            np.testing.assert_array_equal(f(a), relu(a))
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    storm(4, work)
     info = f.cache_info()
     assert info.hits + info.misses == 240 and info.entries + info.size_instances == 3
 

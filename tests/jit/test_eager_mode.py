@@ -4,7 +4,6 @@ still answers as NumPy does, counts every call, and compiles a new layout within
 from __future__ import annotations
 
 import sys
-import threading
 import types
 
 import numpy as np
@@ -15,6 +14,7 @@ from jitgraph import device_arrays
 from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.breaks import BreakReason
 from tests.realworld import corpus, corpus_numeric, harness
+from tests.thread_storm import storm
 
 MAY_EXIST = device_arrays.may_exist  # the real one (the fixture below replaces it)
 WARM = 3 * eager_mode.TICK  # eager calls after which a function whose every call runs eagerly is in eager mode
@@ -35,21 +35,8 @@ def _scaled(x, scale=2.0, *, shift=0.0):
     return x * scale + shift
 
 
-class _WithProperty:
-    def __init__(self) -> None:
-        self._v = np.zeros(3)
-
-    @property
-    def v(self):
-        return self._v
-
-    @v.setter
-    def v(self, value):
-        self._v = value + 1.0  # user code the tracer does not replay: the call runs eagerly
-
-
 def _store_through_property(obj, x):
-    obj.v = x * 2.0
+    corpus.store_property(obj, x)  # a property setter: user code the tracer does not replay, the call runs eagerly
     return obj.v.sum()
 
 
@@ -121,7 +108,7 @@ def test_eager_mode_leaves_when_a_checked_call_runs_a_graph() -> None:
 
 def test_an_eager_entry_of_a_break_enters_eager_mode_with_the_same_effects() -> None:
     f = jitgraph.compile(_store_through_property)
-    objs, ref = [_WithProperty() for _ in range(2)]
+    objs, ref = corpus.WithProperty(), corpus.WithProperty()
     x = np.arange(3.0)
     for k in range(WARM + 10):
         assert f(objs, x + k) == _store_through_property(ref, x + k)
@@ -153,22 +140,13 @@ def test_grad_functions_never_enter_eager_mode() -> None:
 def test_eager_mode_under_threads() -> None:
     x, y = np.arange(4.0), np.ones(4)
     f = _demoted(_axpy, 2.0, x, y)
-    errors: list[BaseException] = []
 
     def work(seed: int) -> None:
-        try:
-            for k in range(WARM):
-                a = float(seed * 1000 + k)
-                np.testing.assert_array_equal(f(a, x, y), _axpy(a, x, y))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for k in range(WARM):
+            a = float(seed * 1000 + k)
+            np.testing.assert_array_equal(f(a, x, y), _axpy(a, x, y))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    storm(4, work)
     info = f.cache_info()
     assert info.hits == 4 * WARM and info.fallbacks == 4 * WARM
 

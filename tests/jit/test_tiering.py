@@ -5,7 +5,6 @@ stubbed compiled graph that sleeps, or a Python loop whose eager run is hundreds
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -16,6 +15,7 @@ from jitgraph import device_arrays
 from jitgraph.jit import eager_mode, tiering
 from jitgraph.jit.effects import SNAPSHOT
 from tests.realworld import corpus, corpus_numeric, harness
+from tests.thread_storm import storm
 
 
 def sum_squares(x):
@@ -227,21 +227,13 @@ def test_threads_during_the_probe_decide_once(monkeypatch):
         real(self, entry, demote, *samples)
 
     monkeypatch.setattr(tiering.Probe, "_decide", counting)
-    errors = []
 
-    def worker():
-        try:
-            for _ in range(tiering.PROBE_CALLS):
-                np.testing.assert_array_equal(cf(x), x * 2.0)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+    def worker(_: int) -> None:
+        for _ in range(tiering.PROBE_CALLS):
+            np.testing.assert_array_equal(cf(x), x * 2.0)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(decisions) == 1 and cf.entries[0].probe is None
+    storm(4, worker)
+    assert len(decisions) == 1 and cf.entries[0].probe is None
 
 
 CORPUS = ("Tanh.forward", "Adam.update", "AdamDict.step", "with_random", "coo_spmv", "embedding_backward")
