@@ -20,8 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realworld"))
 
 import corpus
+import corpus_fresh
 import corpus_numeric
 import harness
+import numpy as np
 
 import jitgraph
 
@@ -38,14 +40,23 @@ def main() -> None:
              f"{'jit us':>9s} {'speedup':>7s}"
     print(header)
     print("-" * len(header))
+    for title, cases in (("issues 18-19", corpus.CASES + corpus_numeric.CASES), ("fresh, issue 21", corpus_fresh.CASES)):
+        _run(title, [c for c in cases if opts.k in c.name], opts)
+
+
+def _run(title: str, cases: list[corpus.Case], opts: argparse.Namespace) -> None:
+    """One corpus: a row per function, then the summary and the functions that are not one graph."""
+    if not cases:
+        return
     counts = {"one graph": 0, "split": 0, "eager": 0, "wrong": 0}
     others: list[str] = []
-    for case in corpus.CASES + corpus_numeric.CASES:
-        if opts.k not in case.name:
-            continue
+    ratios: list[tuple[float, str]] = []  # eager / compiled time of the one-graph functions
+    for case in cases:
         out = harness.run_case(case, backend=opts.backend)
         counts[out.category] += 1
         t_eager, t_jit = (1.0, 1.0) if opts.no_timing else harness.time_case(case, opts.backend, opts.repeat)
+        if out.category == "one graph" and not opts.no_timing:
+            ratios.append((t_eager / t_jit, case.name))
         print(f"{case.name:36s} {out.category:10s} {out.graphs:6d} {out.splits:6d} {out.eager_calls:5d} "
               f"{t_eager * 1e6:9.1f} {t_jit * 1e6:9.1f} {t_eager / t_jit:6.2f}x")
         for line in out.wrong[:3]:
@@ -56,11 +67,20 @@ def main() -> None:
             why = out.breaks[0] if out.breaks else (_split_reason(case, opts.backend) or out.wrong[:1])
             others.append(f"  {case.name} ({out.category}): {why}")
     total = sum(counts.values())
-    print(f"summary ({opts.backend}): {total} functions: {counts['one graph']} one graph, {counts['split']} split, "
-          f"{counts['eager']} eager, {counts['wrong']} wrong ({100 * counts['one graph'] / max(total, 1):.0f}% one graph)")
+    print(f"summary ({title}, {opts.backend}): {total} functions: {counts['one graph']} one graph, "
+          f"{counts['split']} split, {counts['eager']} eager, {counts['wrong']} wrong "
+          f"({100 * counts['one graph'] / max(total, 1):.0f}% one graph)")
+    if ratios:
+        ratios.sort()
+        values = [r for r, _ in ratios]
+        worst = ", ".join(f"{n} {r:.2f}x" for r, n in ratios[:3])
+        print(f"timing ({title}, one-graph functions): {sum(r < 0.95 for r in values)} of {len(values)} below 0.95x "
+              f"eager, median {float(np.median(values)):.2f}x, geomean {float(np.exp(np.mean(np.log(values)))):.2f}x, "
+              f"worst {worst}")
     if others:
         print("not one graph:")
         print("\n".join(others))
+    print()
 
 
 def _split_reason(case: corpus.Case, backend: str) -> str | None:
