@@ -1,13 +1,15 @@
-"""The real-world corpus: issue 18's stateful from-scratch ML code (tests/realworld/corpus.py) and issue 19's
-from-scratch ML and scientific NumPy (tests/realworld/corpus_numeric.py): how each function compiles and what it
-costs, eager NumPy vs jitgraph.
+"""The real-world corpora: issue 18's stateful from-scratch ML code (tests/realworld/corpus.py) and issue 19's
+from-scratch ML and scientific NumPy (tests/realworld/corpus_numeric.py), then issue 21's fresh corpus
+(tests/realworld/corpus_fresh.py, tutorial-style functions at a small and a medium size, untuned): how each function
+compiles and what it costs, eager NumPy vs jitgraph.
 
 Run ``python benchmarks/realworld.py`` (``--backend eager`` for the graph interpreter, ``--repeat N``). For every
 function: the graphs it compiled to, the eager calls it was split around, the calls that ran the whole function
 eagerly, whether every call matched eager NumPy (results, arguments, objects' ``__dict__``, globals, identity;
-three calls on deep copies), and the median warm call time of each. The last line is the summary reported in the
-README: how many functions are one graph, split, eager, wrong (``--no-timing`` skips the timings), and the
-functions that are not one graph, each with its first reason.
+three calls on deep copies), and the median warm call time of each (after the tier-down's probe and eager mode's
+first look: steady state). Each corpus ends with the summary reported in the README: how many functions are one
+graph, split, eager, wrong (``--no-timing`` skips the timings), how many one-graph functions run below 0.95x eager
+with the median, geomean and worst ratios, and the functions that are not one graph, each with its first reason.
 """
 
 from __future__ import annotations
