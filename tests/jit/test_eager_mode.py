@@ -213,3 +213,42 @@ def test_may_exist_follows_the_imported_modules(monkeypatch):
     assert MAY_EXIST() is False
     monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
     assert MAY_EXIST() is True
+
+
+class _Scale:
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+    def __call__(self, x, *more):
+        return x * self.k + sum(more)
+
+
+def _factorial_sum(x, n):
+    return x if n == 0 else x + _FACT(x, n - 1)
+
+
+_FACT = None
+
+
+@pytest.mark.parametrize("how", ["bound method", "callable object", "varargs", "recursive"])
+def test_eager_mode_for_other_callables(how):
+    global _FACT
+    x = np.arange(3.0)
+    s = _Scale(2.0)
+    fn, args = {"bound method": (s.apply, (x,)), "callable object": (s, (x,)), "varargs": (s, (x, 1.0, 2.0)),
+                "recursive": (_factorial_sum, (x, 3))}[how]
+    f = jitgraph.compile(fn, backend="cpu", tier_down=False)
+    if how == "recursive":
+        _FACT = f
+    f(*args)
+    for entry in f.entries:
+        entry.demote(BreakReason("demoted by the test", None, None))
+    f._runners = f._runners  # as a demotion's publication does: every entry eager, eager mode at once
+    assert _in_eager_mode(f)
+    for _ in range(2 * eager_mode.CHECK_EVERY):
+        np.testing.assert_array_equal(f(*args), fn(*args))
+    with pytest.raises(TypeError):
+        f()
