@@ -7,7 +7,8 @@ sideways, naming the file and line, so the rule holds without anyone remembering
 
 The layers, lowest first (a module may import its own layer and any lower one):
 
-    0  errors, config, logs, progress            facts and knobs every layer may use
+    0  errors, config, logs, progress,         facts and knobs every layer may use; running generated source
+       generated_source
     1  ir, device_arrays                         the graph, its types and op table; device-array facts
     2  tracer | passes | backends                siblings: none imports another
     3  inspect                                   explain data and views; asks backends through their protocol
@@ -27,7 +28,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "jitgraph"
 
 RANKS: dict[str, int] = {
-    "errors": 0, "config": 0, "logs": 0, "progress": 0,
+    "errors": 0, "config": 0, "logs": 0, "progress": 0, "generated_source": 0,
     "ir": 1, "device_arrays": 1,
     "tracer": 2, "passes": 2, "backends": 2, "autodiff": 2,
     "inspect": 3,

@@ -40,7 +40,6 @@ once.
 from __future__ import annotations
 
 import itertools
-import linecache
 import os
 import re
 from collections.abc import Callable
@@ -48,6 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from jitgraph.generated_source import run_source
 from jitgraph.jit import eager_mode, exclusive_guards
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.hot_recompiles import ANY_ALIAS
@@ -154,9 +154,7 @@ def define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_pa
     filename = f"<jitgraph dispatch {label} #{next(_ids)}>"
     if in_package:
         filename = os.path.join(_HERE, filename)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
-    fn = ns[fn_name]
+    fn = run_source(source, filename, ns)[fn_name]
     fn.source = source
     return fn
 

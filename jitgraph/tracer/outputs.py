@@ -12,7 +12,6 @@ as a :class:`DeviceOutputs` (the CUDA backend's), so the tracer imports no backe
 from __future__ import annotations
 
 import itertools
-import linecache
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from jitgraph.device_arrays import is_device_array
 from jitgraph.errors import BackendError
+from jitgraph.generated_source import run_source
 from jitgraph.ir.ops import OPS
 from jitgraph.ir.types import python_type
 from jitgraph.tracer.values import ViewStep
@@ -51,9 +51,7 @@ def build_output(spec: Any, constants: list[Any], device: DeviceOutputs | None =
     expr = _Expression(ns, constants, device).of(spec)
     source = f"def build(o, leaves, a, kw):\n    return {expr}\n"
     filename = f"<jitgraph result {next(_ids)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
-    return ns["build"]
+    return run_source(source, filename, ns)["build"]
 
 
 _ids = itertools.count(1)

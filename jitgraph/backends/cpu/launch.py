@@ -9,7 +9,6 @@ cached call within a few microseconds of eager NumPy.
 from __future__ import annotations
 
 import itertools
-import linecache
 import logging
 import math
 import threading
@@ -29,6 +28,7 @@ from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_sou
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.backends.cpu.threads import parallel_threshold
+from jitgraph.generated_source import run_source
 from jitgraph.ir.fusion_groups import GroupInfo, group_info
 from jitgraph.ir.graph import Node
 from jitgraph.ir.ops import OPS, OpKind
@@ -245,9 +245,7 @@ class GroupKernel:
         source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, targets, chunks, alias)
         ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
-        return Launch(kernel, ns["run"], source)
+        return Launch(kernel, run_source(source, filename, ns)["run"], source)
 
     def _store_through(self, operands: Sequence[Any], inplace: Mapping[int, int], targets: list[str | None],
                        views: list, outs: list, arg_walks: list, out_walks: list) -> dict[int, int]:

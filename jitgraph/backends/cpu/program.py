@@ -19,7 +19,6 @@ safe (planned by :mod:`jitgraph.backends.inplace`); otherwise the value is copie
 from __future__ import annotations
 
 import itertools
-import linecache
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +34,7 @@ from jitgraph.backends.cpu.group_work import group_work
 from jitgraph.backends.cpu.histogram import uniform_histogram
 from jitgraph.backends.cpu.launch import GroupKernel
 from jitgraph.backends.inplace import plan_inplace
+from jitgraph.generated_source import run_source
 from jitgraph.ir.fusion_groups import EPILOGUE_HEADS, unfused_reasons
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.memory import MemoryPlan, views_of
@@ -373,8 +373,7 @@ class CpuCompiled:
                 lines[1:] = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in lines[1:]]
         source = "\n".join(lines) + "\n"
         filename = f"<jitgraph driver #{next(_ids)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), ns)  # noqa: S102 - our own generated source
+        run_source(source, filename, ns)
         return source, ns, inline_driver(ns["driver"], body, result, errstate, ns)
 
 

@@ -10,7 +10,6 @@ writes mutation values into device arguments.
 from __future__ import annotations
 
 import hashlib
-import linecache
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cuda import device_fns, runtime
 from jitgraph.backends.cuda import emitters as em
 from jitgraph.backends.cuda.runtime import cuda
+from jitgraph.generated_source import run_source
 
 _KERNELS: dict[str, Any] = {}
 
@@ -39,9 +39,7 @@ def kernel_from_source(name: str, source: str, disk_cache: bool = False) -> Any:
             return kernel
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<jitgraph-cuda {name} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = device_fns.namespace()
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
+    namespace = run_source(source, filename, device_fns.namespace())
     kernel = cuda().jit(namespace[name])
     _KERNELS[source] = kernel
     return kernel

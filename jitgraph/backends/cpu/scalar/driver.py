@@ -9,7 +9,6 @@ the compile times and the fallback reason instead of reading attributes. The gen
 from __future__ import annotations
 
 import itertools
-import linecache
 import logging
 import math
 import re
@@ -32,6 +31,7 @@ from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.scope import is_array
 from jitgraph.backends.cpu.scalar.table import TABLE
 from jitgraph.errors import UnsupportedError
+from jitgraph.generated_source import run_source
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import RegionInfo, describe_regions
 from jitgraph.ir.types import TensorType, python_type
@@ -187,9 +187,7 @@ class RegionDriver:
         self.loop_reasons = dict(em.serial_reasons)
         self.region_rows: list[RegionInfo] = describe_regions(graph, self.parallel)
         self.filename = f"<jitgraph-loops-{next(_counter)}-{em.function_name}>"
-        linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
-        namespace = dict(_NAMESPACE)
-        exec(compile(self.source, self.filename, "exec"), namespace)  # noqa: S102 - our own generated source
+        namespace = run_source(self.source, self.filename, dict(_NAMESPACE))
         self.python_function = namespace[em.function_name]
         opts = dict(options or {})
         flags = {"error_model": "numpy", "boundscheck": config.option(opts, "boundscheck"), "nogil": True,
