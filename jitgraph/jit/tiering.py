@@ -123,10 +123,7 @@ def start(owner: Any, entry: Entry, index: int) -> None:
     code = getattr(owner.fn, "__code__", None)  # a demotion points at the function's definition
     probe = Probe(owner.name, index, getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
     probe.on_demote = getattr(owner, "_measured_eager", None)
-    if entry.fast:
-        probe.graph_run = _runner(entry, owner.name, index, _Demoted(owner.fn).run_slow, fast=True)
-    else:  # the slow path, with its effects care (effects.py), after the same checks a call makes
-        probe.graph_run = _runner(entry, owner.name, index, owner._run_slow, fast=False)
+    probe.graph_run = _runner(entry, owner.name, index, owner._run_slow, fast=entry.fast)
     probe.eager_run = _plain(owner.fn)
     if probe.on_demote is not None:  # built now: the traced call's arguments are released once it is published
         probe.demoted = owner._build_runner(entry, index, every_call=True)
@@ -143,25 +140,11 @@ def _plain(fn: Callable[..., Any]) -> Callable[[tuple, dict[str, Any]], Any]:
     return run
 
 
-class _Demoted:
-    """What a demoted entry's call ends in (``CompiledFunction._run_slow`` for an eager entry, the same steps), with
-    a counter of its own: a probe's eager runs are no fallbacks."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self._fn, self._fallbacks = fn, itertools.count()
-
-    def run_slow(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
-                 user_kwargs: dict[str, Any]) -> Any:
-        if entry.mode != "graph":
-            next(self._fallbacks)
-            return self._fn(*user_args, **user_kwargs)
-        raise AssertionError("the fast graph twin never ends here")
-
-
 def _runner(entry: Entry, name: str, index: int, slow: Callable[..., Any], fast: bool) -> Any:
     """A dispatch runner over a copy of ``entry`` as it runs once measured, with the entry's checks (its graph side
-    as a call pays it): on the fast path, or (``fast`` False) ending in ``slow``, the owner's slow path, which runs
-    the copy's graph (it has no probe). None where the entry has no runner (the generic path)."""
+    as a call pays it): on the fast path, or (``fast`` False: the entry mutates arguments and may raise) ending in
+    ``slow``, the owner's slow path, which runs the copy's graph with its effects care (the copy has no probe).
+    None where the entry has no runner (the generic path)."""
     twin = copy.copy(entry)
     twin.fast, twin.probe = fast, None
     runner, _ = build_runner(twin, f"{name} (measured)", index, itertools.count(), slow)
