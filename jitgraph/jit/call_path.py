@@ -66,6 +66,12 @@ class CallPath:
         if value and all(e.mode != "graph" or e.retired for e in self.entries):
             self._enter_eager_mode()  # every entry runs the function (a break, a demotion): at once
 
+    def _fell_back(self) -> None:
+        """Count a call that ran the user's function; every ``eager_mode.TICK``-th, look whether eager mode is due.
+        (The call function's eager hit does the same inline: dispatch._eager_lines.)"""
+        if not next(self._fallbacks) % eager_mode.TICK:
+            self._eager_tick()
+
     def _eager_tick(self) -> None:
         """A look, every ``eager_mode.TICK`` eager runs: where every call since the last look ran eagerly (graph
         entries there are, but no call takes them), the function enters eager mode (eager_mode.py). Under the

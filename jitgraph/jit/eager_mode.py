@@ -83,10 +83,12 @@ def source(fn: Callable[..., Any]) -> list[str]:
 
 
 def name_like(call: Any, fn: Callable[..., Any]) -> None:
-    """Give the generated ``call`` the name of ``fn``'s code, so that a call with the wrong arguments raises the
-    TypeError the function itself would (``f() missing 1 required positional argument: 'x'``)."""
+    """Give the generated ``call`` the name of the Python function ``fn``, so that a call with the wrong arguments
+    raises the TypeError the function itself would (``f() missing 1 required positional argument: 'x'``) where the
+    call function has ``fn``'s parameters (:func:`mirrored_lines`); the packed one takes any arguments and passes
+    them on, so ``fn`` raises its own, and the name only labels the frame."""
     code = getattr(fn, "__code__", None)
-    if type(fn) is types.FunctionType and code is not None and mirrored_lines(fn):
+    if type(fn) is types.FunctionType and code is not None:
         call.__code__ = call.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
         call.__name__, call.__qualname__ = fn.__name__, fn.__qualname__
 

@@ -22,7 +22,7 @@ import types
 from typing import Any, NamedTuple, Self
 
 from jitgraph.errors import BackendError
-from jitgraph.jit import eager_mode, effects, hot_recompiles, tiering
+from jitgraph.jit import effects, hot_recompiles, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.call_path import CallPath
@@ -156,8 +156,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         NumPy performs its own effects in its own order and raises its own exception. An entry being measured
         (tiering.py) runs the graph or the function, alternately."""
         if entry.mode != "graph":
-            if not next(self._fallbacks) % eager_mode.TICK:
-                self._eager_tick()
+            self._fell_back()
             return self._fn(*user_args, **user_kwargs)
         probe = entry.probe
         if probe is not None:
@@ -246,7 +245,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
             self._dynamic = entry.traced.dynamic
         self._runners = runners(self.entries, self._dynamic)
         self._covered = covers(self.entries, self._runners)
-        self._streak.published(self.cache_info().hits)
+        self._streak.published(self._counts()[0])
 
     def _build_runner(self, entry: Entry, index: int, every_call: bool = False) -> tuple[Any, tuple]:
         """The runner (with its call function) and plain-int positions of ``entry``, from its traced call
@@ -307,7 +306,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         facts = describe(args, kwargs, parameter_names(self._fn, len(args)))
         plan = self._size_plan(facts, args, kwargs)  # new sizes of dimensions that may be dynamic
         same_key = self._table.get(key)
-        hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), self.cache_info().hits,
+        hot = self._streak.is_hot(bool(same_key) and not self._settled(plan), self._counts()[0],
                                   (key, holders(user_args, user_kwargs))) and not self.fullgraph
         if self.entries:
             reason = self._why_missed(key, facts, args, kwargs)
@@ -356,8 +355,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
             with self._lock:
                 self._misses += 1
         refuse_eager_on_device(self.name, leaves, why or "it hit its recompile limit", None, RECOMPILE_HINT)
-        if not next(self._fallbacks) % eager_mode.TICK:
-            self._eager_tick()
+        self._fell_back()
         return self._fn(*user_args, **user_kwargs)
 
     def _compile(self, traced: Traced) -> Entry:

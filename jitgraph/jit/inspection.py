@@ -38,11 +38,16 @@ class Inspection:
     _failing: collections.Counter[str]
     _table: dict[tuple, tuple[Entry, ...]]
 
+    def _counts(self) -> tuple[int, int]:
+        """Hits and fallbacks so far; a call eager mode ran is an eager entry's hit and a fallback (eager_mode.py)."""
+        skipped = eager_mode.skipped(self._eager_calls)
+        return tally(self._hits) + skipped, tally(self._fallbacks) + skipped
+
     def cache_info(self) -> CacheInfo:
         with self._lock:
-            skipped = eager_mode.skipped(self._eager_calls)  # a call eager mode ran: an eager entry's hit
-            return CacheInfo(hits=tally(self._hits) + skipped, misses=self._misses, recompiles=self._recompiles,
-                             fallbacks=tally(self._fallbacks) + skipped, size_variants=self._variants,
+            hits, fallbacks = self._counts()
+            return CacheInfo(hits=hits, misses=self._misses, recompiles=self._recompiles,
+                             fallbacks=fallbacks, size_variants=self._variants,
                              entries=sum(e.instance_of is None for e in self.entries),
                              size_instances=sum(e.instance_of is not None for e in self.entries),
                              tiered_down=tiering.tiered_down(self.entries))
