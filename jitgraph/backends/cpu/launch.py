@@ -22,9 +22,9 @@ import numpy as np
 from jitgraph import config
 from jitgraph.backends.cpu import blas, column_sweep, interrupts, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
-from jitgraph.backends.cpu.buffers import OutputSlot
 from jitgraph.backends.cpu.compile_gc import collector_paused
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
+from jitgraph.backends.cpu.launch_source import run_function_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
 from jitgraph.backends.cpu.mathlib import VECTOR_MATH
 from jitgraph.backends.cpu.threads import parallel_threshold
@@ -242,7 +242,8 @@ class GroupKernel:
         outer = next((k for k in range(rank) if k not in inner_dims), None)
         n_outer = sizes[outer] if outer is not None else 1
         chunks = threads.chunks(n_outer) if math.prod(dom) >= self.threshold else [(0, n_outer)]
-        source, ns = self._run_source(operands, sizes, specs_views, out_specs, inplace, targets, chunks, alias)
+        source, ns = run_function_source(self, operands, sizes, specs_views, out_specs, inplace, targets, chunks,
+                                         alias)
         ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
         return Launch(kernel, run_source(source, filename, ns)["run"], source)
@@ -386,103 +387,6 @@ class GroupKernel:
                         self.name, (start - planned) * 1e3, seconds * 1e3)
         kcache.record_dispatch(launch.kernel)
         return result
-
-    def _run_source(self, operands: Sequence[Any], sizes: tuple[int, ...], views: list, outs: list,
-                    inplace: Mapping[int, int], targets: list[str | None], chunks: list[tuple[int, int]],
-                    alias: Mapping[int, int]) -> tuple[str, dict[str, Any]]:
-        """A small straight-line Python function doing exactly this launch's preparation (no per-call logic).
-
-        With several chunks, all but the first go to the thread pool and the calling thread runs the first; the
-        kernels release the GIL. ``run(ops, True)`` runs the chunks one after the other (the first call, which
-        compiles or loads the kernel, does that)."""
-        ns: dict[str, Any] = {"np": np, "POOL": threads.POOL if len(chunks) > 1 else None}
-        lines = ["def run(ops, serial=False):"]
-        body_index = {n: k for k, n in enumerate(self.inputs)}
-        prod_shape = None
-        if self.head is not None:
-            ns["BLAS"] = OPS[self.head.op].impl
-            a, b = (body_index[i] for i in self.head.inputs)
-            if self.head.op == "matmul" and self.reuse_outputs:
-                # The product goes into a buffer reused across calls too (a fresh one page-faults, see buffers.py).
-                ns["PRODUCT"] = OutputSlot(self.head.type.shape, self.head.type.dtype)
-                lines.append(f"    p = BLAS(ops[{a}], ops[{b}], out=PRODUCT.take())")
-            else:
-                lines.append(f"    p = BLAS(ops[{a}], ops[{b}])")
-            prod_shape = self.head.type.shape
-        args = [str(s) for s in sizes]
-        for k, ((value, _), (vshape, perm, fshape)) in enumerate(zip(self.uses, views)):
-            src = "p" if value is self.head else f"ops[{body_index[value]}]"
-            shape = prod_shape if value is self.head else operands[body_index[value]].shape
-            expr = src
-            if tuple(shape) != vshape:
-                expr += f".reshape({vshape!r})"
-            if perm is not None:
-                expr += f".transpose({perm!r})"
-            if perm is not None or fshape != vshape:
-                expr += f".reshape({fshape!r})"
-            if expr != src:
-                lines.append(f"    a{k} = {expr}")
-                args.append(f"a{k}")
-            else:
-                args.append(src)
-        for n in self.scalar_inputs:
-            j = body_index[n]
-            args.append(f"ops[{j}][()]" if isinstance(operands[j], np.ndarray) else f"ops[{j}]")
-        results = {}
-        for k, (o, (oshape, perm, inv, fshape, alloc)) in enumerate(zip(self.kernel_outputs, outs)):
-            ns[f"D{k}"] = o.type.dtype
-            if k in alias:  # the kernel stores through the input's own argument: nothing to pass
-                results[o] = "p" if self.uses[alias[k]][0] is self.head else f"ops[{inplace[k]}]"
-                continue
-            if self.reuse_outputs:  # a buffer the caller dropped since an earlier call (see buffers.py)
-                ns[f"S{k}"] = OutputSlot(alloc, o.type.dtype)
-                fresh = f"S{k}.take()"
-            else:
-                fresh = f"np.empty({alloc!r}, D{k})"
-            target = targets[k]
-            if target is not None:
-                # The caller's buffer (or the BLAS product) itself, when writeable.
-                lines.append(f"    b{k} = {target} if {target}.flags.writeable else None")
-                kview = f"b{k}" + (f".reshape({oshape!r})" if o.type.shape != oshape else "")
-                if perm is not None:
-                    kview += f".transpose({perm!r}).reshape({fshape!r})"
-                elif fshape != oshape:
-                    kview += f".reshape({fshape!r})"
-                lines.append(f"    o{k} = {kview} if b{k} is not None else {fresh}")
-                lines.append(f"    r{k} = b{k} if b{k} is not None else " + self._result_expr(k, o, inv, alloc, fshape))
-            else:
-                lines.append(f"    o{k} = {fresh}")
-                lines.append(f"    r{k} = " + self._result_expr(k, o, inv, alloc, fshape))
-                if fshape != alloc:
-                    lines.append(f"    o{k} = o{k}.reshape({fshape!r})")
-            args.append(f"o{k}")
-            results[o] = f"r{k}"
-        if self.head is not None:
-            results[self.head] = "p"
-        call = ", ".join(args)
-        if len(chunks) == 1:
-            lo, hi = chunks[0]
-            lines.append(f"    KERNEL({lo}, {hi}, {call})")
-        else:
-            lines.append("    if serial:")
-            lines += [f"        KERNEL({lo}, {hi}, {call})" for lo, hi in chunks]
-            lines.append("    else:")
-            lines.append("        futures = [" + ", ".join(f"POOL.submit(KERNEL, {lo}, {hi}, {call})"
-                                                    for lo, hi in chunks[1:]) + "]")
-            lines.append(f"        KERNEL({chunks[0][0]}, {chunks[0][1]}, {call})")
-            lines.append("        for f in futures:")
-            lines.append("            f.result()")
-        lines.append(f"    return [{', '.join(results[o] for o in self.body.outputs)}]")
-        return "\n".join(lines) + "\n", ns
-
-    def _result_expr(self, k: int, o: Node, inv: tuple[int, ...] | None, alloc: tuple[int, ...],
-                     fshape: tuple[int, ...]) -> str:
-        expr = f"o{k}"
-        if inv is not None:
-            expr += f".transpose({inv!r})"
-        if (tuple(alloc[i] for i in inv) if inv is not None else alloc) != o.type.shape:
-            expr += f".reshape({o.type.shape!r})"
-        return expr
 
     def _inplace_source(self, k: int, o: Node, inplace: Mapping[int, int], operands: Sequence[Any],
                         layout: tuple) -> str | None:
