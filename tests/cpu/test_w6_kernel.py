@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.backends.cpu import flat_body
+from jitgraph.backends.cpu import flat_body, streaming
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.workloads import w6_adam as adam
@@ -93,7 +93,9 @@ def test_adam_kernel_uses_products_in_cache_and_division_beyond():
     (source,) = _check_adam(jitgraph.compile(adam, cache=False), 5000)
     assert source.count("np.float64(") == 2 and source.count(" / np.float32(") == 2  # one loop each
     threshold = int(source.split("if n0 <= ")[1].split(":")[0])
-    assert 5000 <= threshold < 10**9  # 3/4 of the last-level cache over the 28 bytes each element moves
+    # 3/4 of the last-level cache over the 16 bytes of buffer each element has: p, g, m, v, the three outputs
+    # written in place into p, m and v (counted as buffers of their own, 1e7 elements took the slower loop)
+    assert threshold == int(streaming.CACHE_FRACTION * streaming.last_level_cache_bytes()) // 16
 
 
 def test_adam_kernel_memory_path_matches_eager(monkeypatch):

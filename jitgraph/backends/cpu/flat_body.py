@@ -19,12 +19,14 @@ the product and the quotient round alike. Checked against NumPy for 133 divisors
 subnormal and the largest binade: no difference. (Markstein's FMA quotient, ``q = x*y; q - (q*c - x)*y``, is cheaper
 still, but exact only for dividends in range; checking each block's dividends cost as much as it saved.)
 
-Where: only while the launch's arrays fit in the last-level cache (:func:`cached_elements`; the kernel holds both
-loops and picks by ``n0``). Streaming from memory the kernel is bound by how many cache lines each core keeps in
-flight, and the conversions' extra instructions cost more than the divider saves. Measured on the loaded
-development machine, jitgraph's W6 in one process, same arrays, alternating blocks of calls, medians (10th
-percentiles): 2e5 elements 0.211 (0.208) -> 0.160 (0.154) ms, 1e6 1.01 (0.95) -> 0.92 (0.66) ms; 1e7 with the
-products 12.7-13.7 ms against 12.0-12.5 with ``vdivps``, so 1e7 (280 MB moved) keeps ``vdivps``.
+Where: only while the launch's distinct buffers fit in the last-level cache (:func:`cached_elements`; the kernel
+holds both loops and picks by ``n0``). Streaming from memory the kernel is bound by how many cache lines each core
+keeps in flight, and the conversions' extra instructions cost more than the divider saves. Measured on the quiet
+2-core development machine (Emerald Rapids, 260 MB last-level cache), W6 alone in a process on one set of arrays,
+medians of 40-150 steady calls, ``vdivps`` against the products, per 1e7 elements: 1e7 (160 MB of buffers)
+4.58-4.64 -> 3.56-3.66 ms; 1.5e7 4.7 -> 4.9; 2e7 5.4 -> 5.7; 4e7 (640 MB) 5.9-6.1 -> 6.5-7.4. (An earlier
+measurement on a loaded machine had counted W6's in-place outputs as buffers of their own and kept 1e7 on
+``vdivps``.)
 """
 
 from __future__ import annotations
@@ -76,11 +78,14 @@ def product_divisions(emit: Any) -> dict[Node, str]:
 
 def cached_elements(emit: Any) -> int:
     """The longest domain whose arrays a launch reads and writes in cache: below :mod:`streaming`'s threshold for
-    memory-bound kernels (``CACHE_FRACTION`` of the last-level cache)."""
+    memory-bound kernels (``CACHE_FRACTION`` of the last-level cache).
+
+    What must fit is the distinct buffers: an output written in place into an input's buffer (the same argument
+    name, as W6's ``m[...] = ...``) occupies the cache once. Counting it twice sent W6 over 1e7 float32 (160 MB of
+    buffers, a 260 MB last-level cache) to the divider loop: 4.6 ms per call against 3.6 with the products."""
     spec = emit.spec
-    moved = sum(a.value.type.dtype.itemsize for a in spec.arrays) + sum(o.value.type.dtype.itemsize
-                                                                         for o in spec.outputs)
-    return int(streaming.CACHE_FRACTION * streaming.last_level_cache_bytes()) // max(moved, 1)
+    itemsize = {a.name: a.value.type.dtype.itemsize for a in (*spec.arrays, *spec.outputs)}
+    return int(streaming.CACHE_FRACTION * streaming.last_level_cache_bytes()) // max(sum(itemsize.values()), 1)
 
 
 def flat_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
