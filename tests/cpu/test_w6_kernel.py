@@ -1,5 +1,6 @@
-"""Float32 division by a constant as a float64 product (backends/cpu/flat_body.py): the arithmetic claim, which
-divisors take it, the kernels that use it (W6's Adam update) and their plain fallback, all against eager NumPy."""
+"""Float32 division by a constant as a float64 product (backends/cpu/divisions.py, flat_body.py): the arithmetic
+claim, which divisors take it, the kernels that use it (W6's Adam update) and their plain fallback, all against eager
+NumPy."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitgraph
-from jitgraph.backends.cpu import flat_body, streaming
+from jitgraph.backends.cpu import divisions, flat_body, streaming
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.workloads import w6_adam as adam
@@ -34,7 +35,7 @@ def _same(got: np.ndarray, want: np.ndarray) -> bool:
 @pytest.mark.parametrize("c", DIVISORS)
 def test_product_equals_numpy_division(c):
     """Every special value, and 300,000 random bit patterns (all exponents, subnormals and NaNs included)."""
-    y = flat_body.exact_reciprocal(c)
+    y = divisions.exact_reciprocal(c)
     assert y is not None
     rng = np.random.default_rng(abs(hash(c)) % 2**32)
     x = np.concatenate([SPECIAL, rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32).view(np.float32)])
@@ -48,7 +49,7 @@ def test_product_equals_numpy_division_over_a_binade():
     normal results stands for all of them) for the two W6 divisors."""
     x = (np.arange(2**23, dtype=np.uint32) | np.uint32(0x3F800000)).view(np.float32)
     for c in W6_DIVISORS:
-        assert _same(_product(x, flat_body.exact_reciprocal(c)), x / np.float32(c))
+        assert _same(_product(x, divisions.exact_reciprocal(c)), x / np.float32(c))
 
 
 @pytest.mark.parametrize("c", [0.0, -0.0, np.inf, np.nan, 2.0, 0.5, 1.0, 1024.0, 2.0**-130, 6.0, 10.0, 100.0, -12.0,
@@ -57,7 +58,7 @@ def test_divisors_that_keep_the_division(c):
     """Zero, infinities, NaN and powers of two (LLVM already multiplies by those) keep ``/``; so do even integers
     (every float32 from 2**24 up is one), whose quotients can land exactly on a subnormal rounding midpoint
     (x = 3 * 2**-149, c = 6)."""
-    assert flat_body.exact_reciprocal(c) is None
+    assert divisions.exact_reciprocal(c) is None
 
 
 def test_even_integer_divisor_would_round_a_subnormal_midpoint_wrongly():

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep, flat_body, row_prefetch, streaming, sweep_helpers
+from jitgraph.backends.cpu import column_sweep, divisions, flat_body, row_prefetch, streaming, sweep_helpers
 from jitgraph.backends.cpu import emitters as E
 from jitgraph.backends.cpu.reduction_lanes import LANES, block_sum, lane_count
 from jitgraph.backends.cpu.reduction_lanes import combine as _combine
@@ -131,8 +131,10 @@ class _Emit:
 
     # -- statements ------------------------------------------------------------------------------------------
     def compute(self, w: _Writer, targets: list[Node], idx: dict[int, str], suffix: str, inner: bool,
-                have: set[Node] | None = None) -> None:
-        """Load and compute the full values ``targets`` need (in body order); ``have`` are already defined."""
+                have: set[Node] | None = None, fast: dict[Node, str] | None = None) -> None:
+        """Load and compute the full values ``targets`` need (in body order); ``have`` are already defined,
+        ``fast`` replaces some members' expressions."""
+        fast = fast or {}
         needed: set[Node] = set()
         stack = list(targets)
         have = have or set()
@@ -150,7 +152,7 @@ class _Emit:
                 self.load(w, n, idx, suffix, inner=True)
         for n in self.spec.body.nodes:
             if n in needed and not self.operand(n):
-                w(f"{self.var[n]}{suffix} = {self.expr(n, suffix)}")
+                w(f"{self.var[n]}{suffix} = {fast[n] if n in fast else self.expr(n, suffix)}")
 
     def _walks_inner(self, a: ArrayArg) -> bool:
         return any(a.walks[d] for d in self.spec.inner)
@@ -234,16 +236,22 @@ class _Emit:
             self._outer_values(w, lvl)
         if finals:
             w("# final sweep: full-shape outputs" + (" (costly values reloaded from the last sweep)" if keep else ""))
-            depth = w.depth
-            self.loops(w, spec.inner, idx, False)
-            for n in keep:
-                w(f"{self.var[n]} = sc{self.var[n]}[i{spec.inner[-1]}]")
-            self.compute(w, [o.value for o in finals], idx, "", inner=True, have=set(keep))
             streamed = [o for o in finals if streaming.row_streamable(spec, o)]
-            for o in finals:
-                target = f"st{o.name}[i1]" if o in streamed else self.index(o, idx)
-                w(f"{target} = {self.ref(o.value, '')}")
-            w.depth = depth
+            swept = self._closure([o.value for o in finals], stop=set(keep))
+            recips, fast = divisions.row_divisions(self, [n for n in self.members if n in swept])
+            if fast:  # divisions by a value of the row: products when every reciprocal qualifies (divisions.py)
+                for name, value in recips.items():
+                    w(f"{name} = {value}")
+                w(f"if {' and '.join(f'{name} != 0.0' for name in recips)}:")
+                w.depth += 1
+                self._final_sweep(w, idx, finals, keep, streamed, fast)
+                w.depth -= 1
+                w("else:")
+                w.depth += 1
+                self._final_sweep(w, idx, finals, keep, streamed, {})
+                w.depth -= 1
+            else:
+                self._final_sweep(w, idx, finals, keep, streamed, {})
             for o in streamed:  # the row was computed into L1; it goes to memory past the caches
                 self.scratch(w, f"st{o.name}", "n1", o.value.type.dtype)
                 w(f"jg_stream_row({o.name}, i0, st{o.name})")
@@ -251,6 +259,19 @@ class _Emit:
         for o in spec.outputs:
             if o.value not in spec.full:
                 w(f"{self.index(o, idx)} = {self.var[o.value]}")
+
+    def _final_sweep(self, w: _Writer, idx: dict[int, str], finals: list[ArrayArg], keep: list[Node],
+                     streamed: list[ArrayArg], fast: dict[Node, str]) -> None:
+        """The loop over the reduced axes writing the full-shape outputs (``fast``: members' expressions replaced)."""
+        depth = w.depth
+        self.loops(w, self.spec.inner, idx, False)
+        for n in keep:
+            w(f"{self.var[n]} = sc{self.var[n]}[i{self.spec.inner[-1]}]")
+        self.compute(w, [o.value for o in finals], idx, "", inner=True, have=set(keep), fast=fast)
+        for o in finals:
+            target = f"st{o.name}[i1]" if o in streamed else self.index(o, idx)
+            w(f"{target} = {self.ref(o.value, '')}")
+        w.depth = depth
 
     def _outer_values(self, w: _Writer, lvl: int) -> None:
         for n in self.members:
@@ -465,12 +486,13 @@ class _Emit:
         # Only the outermost costly values: what they are computed from need not be kept too.
         return [n for n in keep if not any(n in self._closure([k]) and k is not n for k in keep)]
 
-    def _closure(self, targets: list[Node]) -> set[Node]:
+    def _closure(self, targets: list[Node], stop: set[Node] | None = None) -> set[Node]:
         seen: set[Node] = set()
         stack = list(targets)
+        stop = stop or set()
         while stack:
             n = stack.pop()
-            if n in seen or n not in self.spec.full or self.operand(n):
+            if n in seen or n in stop or n not in self.spec.full or self.operand(n):
                 continue
             seen.add(n)
             stack.extend(n.inputs)
