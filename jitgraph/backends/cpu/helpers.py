@@ -90,7 +90,7 @@ __all__ = [
 def jg_sum_block_f32(a):
     """Sum of a 1-D block of float32 in float32, in whatever order LLVM vectorises (32 lanes on AVX2).
 
-    Kernels sum at most ``kernel_source.BLOCK`` elements per call and add the block sums in float64, so the error is
+    Kernels sum at most ``row_sweep.BLOCK`` elements per call and add the block sums in float64, so the error is
     that of a few float32 additions per lane, no worse than NumPy's pairwise summation (8 lanes, blocks of 128).
     """
     s = np.float32(0.0)

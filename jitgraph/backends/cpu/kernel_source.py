@@ -16,6 +16,9 @@ read at the top of the iteration and every output written at the end, which is w
 an operand's own buffer (in-place updates) safe. Intermediates are locals named after the body's ``%k``. When the
 launch moves more bytes than the last-level cache holds, the final sweep computes each fresh output row into a
 scratch row and writes it with streaming stores (:mod:`streaming`).
+
+The reduction sweeps are :mod:`row_sweep`'s; a group reduced over a matrix's columns takes :mod:`column_sweep`'s
+template, an elementwise one :mod:`flat_body`'s loop.
 """
 
 from __future__ import annotations
@@ -25,16 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgraph.backends.cpu import column_sweep, divisions, flat_body, row_prefetch, streaming, sweep_helpers
+from jitgraph.backends.cpu import column_sweep, divisions, flat_body, row_prefetch, row_sweep, streaming
 from jitgraph.backends.cpu import emitters as E
-from jitgraph.backends.cpu.reduction_lanes import LANES, block_sum, lane_count
-from jitgraph.backends.cpu.reduction_lanes import combine as _combine
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops import OPS, OpKind
 from jitgraph.ir.ops.cost import worth_keeping
 from jitgraph.ir.printer import format_value, node_names
-
-BLOCK = 256  # elements per block of a reduction sweep (its buffers stay in L1)
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ class _Emit:
         self.used_math: set[tuple[str, str]] = set()
         self.helpers: list[list[str]] = []  # reassociable sweep blocks (sweep_helpers.py), emitted before the kernel
         self._done_set: set[Node] = set()
-        self._lanes: dict[Node, int] = {}  # accumulators each reduction declares (its sweep decides)
+        self.lanes: dict[Node, int] = {}  # accumulators each reduction declares (its sweep decides)
 
     def operand(self, n: Node) -> bool:
         """Values the kernel loads from memory: body inputs and the BLAS product of an epilogue."""
@@ -232,7 +231,7 @@ class _Emit:
                 keep = self.scratch_candidates(reds, [o.value for o in finals])
             # The first sweep brings the row into cache; the later ones compute on it and prefetch the next row.
             rows = row_prefetch.next_rows(spec, self.outer_dims) if k >= 1 else []
-            self._sweep(w, reds, idx, keep, rows)
+            row_sweep.sweep(self, w, reds, idx, keep, rows)
             self._outer_values(w, lvl)
         if finals:
             w("# final sweep: full-shape outputs" + (" (costly values reloaded from the last sweep)" if keep else ""))
@@ -284,192 +283,6 @@ class _Emit:
     @property
     def _done(self) -> set[Node]:
         return self._done_set
-
-    def _sweep(self, w: _Writer, reds: list[Node], idx: dict[int, str], keep: list[Node],
-               rows: list[ArrayArg]) -> None:
-        """One pass over the reduced axes computing ``reds``, blocked so that both halves vectorise.
-
-        Per block of the innermost reduced axis, the reductions' operands are computed into small buffers (an
-        elementwise loop, which LLVM vectorises, math library included), then folded into accumulators
-        (:mod:`reduction_lanes`; float32 sums accumulate in float64). ``keep``: full values the final sweep would
-        recompute at some cost; they are stored into row scratch buffers here and loaded there instead. ``rows``: arrays whose
-        next row the block loops prefetch (row_prefetch.py).
-        """
-        spec = self.spec
-        w(f"# level-{spec.level[reds[0]]} sweep: {', '.join(r.op for r in reds)}")
-        accs = {r: E.accumulator_dtype(r) for r in reds}
-        *outer_r, last = spec.inner
-        direct = not keep and all(self.operand(r.inputs[0]) for r in reds)
-        blocks = direct and all(block_sum(r) and self._walks(r, last) for r in reds)
-        # A sum whose blocks a vectorised helper adds needs one accumulator; the reductions folded value by value
-        # need one each or LANES (reduction_lanes.py).
-        summed = {r for r in reds if block_sum(r) and (blocks or not direct)}
-        folded = lane_count([r for r in reds if r not in summed])
-        for r in reds:
-            v = self.var[r]
-            init = E.reduction_init(r.op, accs[r])
-            self._lanes[r] = 1 if r in summed else folded
-            w(" = ".join(f"acc{v}_{lane}" for lane in range(self._lanes[r])) + f" = {init}")
-            if not direct and not all(block_sum(x) for x in reds) and not self._in_loop(r):
-                self.scratch(w, f"buf{v}", str(BLOCK), self._buffer_dtype(r, accs[r]))  # block sums need none
-        for n in keep:
-            self.scratch(w, f"sc{self.var[n]}", f"n{last}", n.type.dtype)
-        depth = w.depth
-        self.loops(w, tuple(outer_r), idx, False)
-        prefetch = row_prefetch.block_lines(rows if blocks or not direct else [], {a.name for a in spec.arrays})
-        if prefetch:  # only the block loops prefetch; direct lanes have none
-            w(row_prefetch.NEXT_ROW)
-        if blocks:
-            self._direct_blocks(w, reds, accs, idx, last, prefetch)
-        elif direct:
-            self._direct_lanes(w, reds, accs, idx, last)
-        else:
-            self._blocked_lanes(w, reds, accs, idx, last, keep, prefetch)
-        w.depth = depth
-        self._finish(w, reds)
-
-    def _in_loop(self, r: Node) -> bool:
-        """Whether ``r`` folds each value where it is computed, not from a buffer (reduction_lanes.py)."""
-        return not block_sum(r) and self._lanes.get(r) == 1
-
-    def _buffer_dtype(self, r: Node, acc: np.dtype) -> np.dtype:
-        """Block sums buffer values in their own dtype (the helper sums a block in it); other reductions in the
-        accumulator's."""
-        return r.inputs[0].type.dtype if block_sum(r) else acc
-
-    def _operand_arg(self, r: Node) -> ArrayArg:
-        """The kernel argument a reduction reads its operand from."""
-        return self.args[self.spec.use_of[(r, r.inputs[0])]]
-
-    def _walks(self, r: Node, last: int) -> bool:
-        """Whether ``r``'s operand walks the innermost reduced axis (so its blocks are slices of a row)."""
-        return self._operand_arg(r).walks[last]
-
-    def _slice_of(self, r: Node, idx: dict[int, str], last: int) -> str | None:
-        """``a0[i0, jb:jb + m]``: the block of ``r``'s operand, when it walks the innermost reduced axis."""
-        if not self._walks(r, last):
-            return None
-        arg = self._operand_arg(r)
-        saved = idx.get(last)
-        idx[last] = "jb:jb + m"
-        text = self.index(arg, idx)
-        if saved is None:
-            del idx[last]
-        else:
-            idx[last] = saved
-        return text
-
-    def _direct_blocks(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
-                       prefetch: list[str]) -> None:
-        """Float sums of operands as loaded: a vectorised helper sums each block of the row in place."""
-        w(f"for jb in range(0, n{last}, {BLOCK}):")
-        w(f"    m = jg_imin({BLOCK}, n{last} - jb)")
-        for line in prefetch:
-            w(f"    {line}")
-        for r in reds:
-            v = self.var[r]
-            block = f"{block_sum(r)}({self._slice_of(r, idx, last)})"
-            w(f"    acc{v}_0 = acc{v}_0 + {E.cast(block, accs[r])}")
-
-    def _direct_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int) -> None:
-        """Reductions of operands as loaded: lanes read memory directly, no buffer."""
-        if all(self._lanes[r] == 1 for r in reds):  # LLVM vectorises this loop itself
-            w(f"for j in range(n{last}):")
-            idx[last] = "j"
-            self._fold(w, reds, accs, idx, 0, "    ")
-            return
-        w(f"for j in range(0, n{last} - n{last} % {LANES}, {LANES}):")
-        for lane in range(LANES):
-            idx[last] = f"j + {lane}" if lane else "j"
-            self._fold(w, reds, accs, idx, lane, "    ")
-        w(f"for j in range(n{last} - n{last} % {LANES}, n{last}):")
-        idx[last] = "j"
-        self._fold(w, reds, accs, idx, 0, "    ")
-
-    def _fold(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], lane: int, pad: str) -> None:
-        for r in reds:
-            (src,) = r.inputs
-            arg = self._operand_arg(r)
-            v = self.var[r]
-            value = E.cast(self.index(arg, idx), accs[r], src.type.dtype)
-            w(f"{pad}acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', value, accs[r], self._lanes[r])}")
-
-    def _blocked_lanes(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
-                       keep: list[Node], prefetch: list[str]) -> None:
-        if not prefetch and all(self._in_loop(r) for r in reds):  # one loop over the row (``_element_loop``)
-            self._element_loop(w, reds, accs, idx, last, keep, f"n{last}")
-            return
-        w(f"for jb in range(0, n{last}, {BLOCK}):")
-        w.depth += 1
-        w(f"m = jg_imin({BLOCK}, n{last} - jb)")
-        for line in prefetch:
-            w(line)
-        if all(block_sum(r) for r in reds):  # the whole block in a reassociable helper (sweep_helpers.py)
-            name = f"{self.spec.name}_sweep{len(self.helpers)}"
-            lines, call = sweep_helpers.helper(self, _Writer(), name, reds, idx, last, keep)
-            self.helpers.append(lines)
-            w(f"bs_ = {call}")
-            for k, r in enumerate(reds):
-                v = self.var[r]
-                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'bs_[{k}]', accs[r])}")
-            w.depth -= 1
-            return
-        # The loop variable indexes the arrays directly (jb + k would cost the vectoriser a wraparound check).
-        self._element_loop(w, reds, accs, idx, last, keep, "jb, jb + m")
-        for r in reds:
-            v = self.var[r]
-            if block_sum(r):
-                w(f"acc{v}_0 = acc{v}_0 + {E.cast(f'{block_sum(r)}(buf{v}[:m])', accs[r])}")
-        lanes = [r for r in reds if not block_sum(r) and not self._in_loop(r)]
-        if lanes:
-            # Scalar lane accumulators (registers) for the other reductions (max, min, prod, integer sums).
-            w(f"for k in range(0, m - m % {LANES}, {LANES}):")
-            for r in lanes:
-                v = self.var[r]
-                for lane in range(LANES):
-                    k = f"k + {lane}" if lane else "k"
-                    w(f"    acc{v}_{lane} = {_combine(r, f'acc{v}_{lane}', f'buf{v}[{k}]', accs[r], LANES)}")
-            w(f"for k in range(m - m % {LANES}, m):")
-            for r in lanes:
-                v = self.var[r]
-                w(f"    acc{v}_0 = {_combine(r, f'acc{v}_0', f'buf{v}[k]', accs[r], LANES)}")
-        w.depth -= 1
-
-    def _element_loop(self, w: _Writer, reds: list[Node], accs: dict, idx: dict[int, str], last: int,
-                      keep: list[Node], bounds: str) -> None:
-        """``for i in range(bounds)``: each reduction's operand computed and folded into its accumulator where it
-        folds in the loop, else buffered at its place in the block (``i - jb``); kept values to their scratch rows.
-
-        Without blocks (``bounds`` the whole row: every reduction folds in the loop and nothing is prefetched) LLVM
-        vectorises the fold as it does the loaded-operand one. In blocks of ``BLOCK`` each block's remainder after
-        its unrolled vector loop ran in scalar code: ``np.abs(x).max(axis=1)`` over (1024, 256) float32 took 134 us
-        on one thread that way, 51 us in one loop (NumPy's calls: 177-196 us); the same values in the same order."""
-        w(f"for i{last} in range({bounds}):")
-        w.depth += 1
-        idx[last] = f"i{last}"
-        self.compute(w, [r.inputs[0] for r in reds], idx, "", inner=True)
-        for r in reds:
-            (src,) = r.inputs
-            value = E.cast(self.ref(src, "", r), self._buffer_dtype(r, accs[r]), src.type.dtype)
-            v = self.var[r]
-            w(f"acc{v}_0 = {_combine(r, f'acc{v}_0', value, accs[r], 1)}" if self._in_loop(r) else
-              f"buf{v}[i{last} - jb] = {value}")
-        for n in keep:
-            w(f"sc{self.var[n]}[i{last}] = {self.var[n]}")
-        w.depth -= 1
-
-    def _finish(self, w: _Writer, reds: list[Node]) -> None:
-        for r in reds:
-            v = self.var[r]
-            lanes = [f"acc{v}_{lane}" for lane in range(self._lanes[r])]
-            while len(lanes) > 1:  # pairwise, like the lanes' own order
-                acc = E.accumulator_dtype(r)
-                lanes = [f"({_combine(r, a, b, acc, LANES)})" for a, b in zip(lanes[::2], lanes[1::2])]
-            total = lanes[0]
-            if r.op == "mean":
-                total = E.mean_total(total, f"cnt{v}", r.type.dtype)
-            w(f"{v} = {E.cast(total, r.type.dtype)}")
-            self._done.add(r)
 
     def scratch(self, w: _Writer, name: str, size: str, dtype: np.dtype) -> None:
         """A scratch buffer, allocated once per call (each thread's call has its own; ``jg_empty``: helpers.py)."""
