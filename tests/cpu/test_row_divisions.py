@@ -1,6 +1,7 @@
-"""Row kernels' float32 divisions by a value of the row as float64 products (backends/cpu/divisions.py): which
-divisors the run-time check lets through, and the final sweeps that use it (softmax, layer norm, a broadcast
-column), bit for bit against NumPy or against the same kernel dividing."""
+"""Float32 divisions by a value of the row (row kernels) or a scalar of the call (elementwise kernels) as float64
+products (backends/cpu/divisions.py): which divisors the run-time check lets through, and the kernels that use it
+(softmax, layer norm, a broadcast column, ``x / s``), bit for bit against NumPy or against the same kernel
+dividing."""
 
 from __future__ import annotations
 
@@ -121,3 +122,22 @@ def test_broadcast_column_divisor_random(divisors, row):
 
 
 _COMPILED = jitgraph.compile(_scaled_centre, cache=False)
+
+
+def _scaled(x, s):
+    return x / s * 2 + x
+
+
+@pytest.mark.parametrize("s", ROW_DIVISORS)
+def test_flat_kernel_scalar_divisor_matches_numpy_bit_for_bit(s):
+    """An elementwise kernel dividing by a scalar of the call takes the products when ``jg_exact_recip`` lets the
+    divisor through and divides otherwise; either way NumPy's values (x / s * 2 + x is exact in NumPy's order)."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.standard_normal(4096).astype(np.float32),
+                        np.array([3 * 2.0**-149, 147 * 2.0**-149, 0.0, -0.0, np.inf, np.nan, 1e-40], np.float32)])
+    compiled = jitgraph.compile(_scaled, cache=False)
+    with np.errstate(all="ignore"):
+        got = compiled(x, np.float32(s))
+        want = _scaled(x, np.float32(s))
+    assert "jg_exact_recip(" in _sources(compiled)
+    assert _same(got, want)

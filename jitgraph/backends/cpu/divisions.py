@@ -17,9 +17,9 @@ the product and the quotient round alike. Checked against NumPy for 133 divisors
 subnormal and the largest binade: no difference. (Markstein's FMA quotient, ``q = x*y; q - (q*c - x)*y``, is cheaper
 still, but exact only for dividends in range; checking each block's dividends cost as much as it saved.)
 
-A constant divisor is checked when the kernel is generated (:func:`exact_reciprocal`); a per-row divisor when the
-row runs (``jg_exact_recip`` gives 0.0 for a divisor that does not qualify, and the row then runs the sweep that
-divides). Measured, W2 (softmax over (4096, 1024) float32, two threads, the kernel alone): 1.76 -> 1.65 ms.
+A constant divisor is checked when the kernel is generated (:func:`exact_reciprocal`); a scalar of the call or a
+per-row divisor when the kernel or the row runs (``jg_exact_recip`` gives 0.0 for a divisor that does not qualify,
+and the kernel or the row then runs the loop that divides). Measured, W2 (softmax over (4096, 1024) float32, two threads, the kernel alone): 1.76 -> 1.65 ms.
 """
 
 from __future__ import annotations
@@ -73,16 +73,26 @@ def _row_value(emit: Any, v: Node) -> bool:
     return v not in emit.spec.full
 
 
-def product_divisions(emit: Any) -> dict[Node, str]:
-    """Per-element float32 divisions by a constant, each with its float64-product expression."""
+def product_divisions(emit: Any) -> tuple[dict[str, str], dict[Node, str]]:
+    """An elementwise kernel's per-element float32 divisions by a constant or by a scalar of the call (a scalar
+    argument, 0-d arithmetic on them), as ``({reciprocal variable: its expression}, {division: its product
+    expression})``: a constant's reciprocal is a literal, a scalar's is ``jg_exact_recip``'s, which the loop with
+    the products needs nonzero."""
+    recips: dict[str, str] = {}
     found: dict[Node, str] = {}
     for n in emit.members:
-        if not _float32_division(emit, n) or n.inputs[1].op != "const":
+        if not _float32_division(emit, n):
             continue
-        y = exact_reciprocal(float(np.asarray(n.inputs[1].attrs["value"]).item()))
-        if y is not None:
-            found[n] = f"np.float32(np.float64({emit.ref(n.inputs[0], '', n)}) * {y!r})"
-    return found
+        dividend, divisor = n.inputs
+        if divisor.op == "const":
+            y = exact_reciprocal(float(np.asarray(divisor.attrs["value"]).item()))
+            if y is not None:
+                found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {y!r})"
+        elif divisor in emit.scalar_nodes:
+            name = "rcp" + emit.var[divisor]
+            recips[name] = f"jg_exact_recip(np.float32({emit.ref(divisor, '', n)}))"
+            found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {name})"
+    return recips, found
 
 
 def row_divisions(emit: Any, members: list[Node]) -> tuple[dict[str, str], dict[Node, str]]:
@@ -96,6 +106,6 @@ def row_divisions(emit: Any, members: list[Node]) -> tuple[dict[str, str], dict[
             continue
         dividend, divisor = n.inputs
         name = "rcp" + emit.var[divisor]
-        recips[name] = f"jg_exact_recip({emit.ref(divisor, '', n)})"
+        recips[name] = f"jg_exact_recip(np.float32({emit.ref(divisor, '', n)}))"  # NumPy divides by it in float32
         found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {name})"
     return recips, found

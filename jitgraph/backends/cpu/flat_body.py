@@ -1,7 +1,7 @@
-"""The elementwise kernel body, with float32 divisions by a constant done as float64 multiplications in cache.
+"""The elementwise kernel body, with float32 divisions by a scalar done as float64 multiplications in cache.
 
 A plain elementwise kernel is one loop over the chunk computing every member per element (:func:`flat_lines`).
-Its float32 divisions by a constant take the float64 products of :mod:`divisions` where that pays.
+Its float32 divisions by a constant or a scalar take the float64 products of :mod:`divisions` where that pays.
 
 Where: only while the launch's distinct buffers fit in the last-level cache (:func:`cached_elements`; the kernel
 holds both loops and picks by ``n0``). Streaming from memory the kernel is bound by how many cache lines each core
@@ -39,13 +39,16 @@ def cached_elements(emit: Any) -> int:
 def flat_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     """The loops and body of an elementwise kernel; ``w`` stands at the kernel's top level.
 
-    A rank-1 kernel with float32 divisions by a constant has two loops: while its arrays fit in the last-level
-    cache it runs the float64 products; a launch streaming from memory runs ``vdivps``, since there the products'
-    extra instructions cost more than the divider (W6 over 1e7 float32, 280 MB moved: 5-9% slower by median with
-    the products, same arrays, alternating calls; 1e6: 0.93-1.01 -> 0.55-0.92 ms)."""
-    fast = product_divisions(emit) if emit.outer_dims == (0,) else {}
+    A rank-1 kernel with float32 divisions by a constant or a scalar of the call has two loops: while its arrays
+    fit in the last-level cache (and every scalar divisor qualifies) it runs the float64 products; a launch
+    streaming from memory runs ``vdivps``, since there the products' extra instructions cost more than the divider
+    (module docstring)."""
+    recips, fast = product_divisions(emit) if emit.outer_dims == (0,) else ({}, {})
     if fast:
-        w(f"if n0 <= {cached_elements(emit)}:  # in cache: the divider, not memory, bounds the loop")
+        for name, value in recips.items():
+            w(f"{name} = {value}")
+        test = " and ".join([f"n0 <= {cached_elements(emit)}", *(f"{name} != 0.0" for name in recips)])
+        w(f"if {test}:  # in cache: the divider, not memory, bounds the loop")
         w.depth += 1
         emit.loops(w, emit.outer_dims, idx, True)
         flat_lines(emit, w, idx, fast)
