@@ -19,7 +19,8 @@ still, but exact only for dividends in range; checking each block's dividends co
 
 A constant divisor is checked when the kernel is generated (:func:`exact_reciprocal`); a scalar of the call or a
 per-row divisor when the kernel or the row runs (``jg_exact_recip`` gives 0.0 for a divisor that does not qualify,
-and the kernel or the row then runs the loop that divides). Measured, W2 (softmax over (4096, 1024) float32, two threads, the kernel alone): 1.76 -> 1.65 ms.
+and the kernel or the row then runs the loop that divides: :func:`products_or_divisions`). Measured, W2 (softmax
+over (4096, 1024) float32, two threads, the kernel alone): 1.76 -> 1.65 ms.
 """
 
 from __future__ import annotations
@@ -29,24 +30,22 @@ from typing import Any
 import numpy as np
 
 from jitgraph.backends.cpu import emitters as E
+from jitgraph.backends.cpu.helpers import exact_recip
 from jitgraph.ir.graph import Node
 
-__all__ = ["exact_reciprocal", "product_divisions", "row_divisions"]
+__all__ = ["exact_reciprocal", "product_divisions", "products_or_divisions", "row_divisions"]
 
 _F32 = np.dtype(np.float32)
 
 
 def exact_reciprocal(c: float) -> float | None:
-    """``RN64(1 / c)`` for a float32 divisor ``c`` whose quotients it reproduces (module docstring), else None:
-    ``c`` zero, infinite, NaN, or an even integer; also a power of two, whose division LLVM already makes a float32
-    multiplication."""
+    """``RN64(1 / c)`` for a float32 divisor ``c`` whose quotients it reproduces (``helpers.exact_recip``'s rule),
+    else None: ``c`` zero, infinite, NaN, or an even integer; also a power of two, whose division LLVM already makes
+    a float32 multiplication."""
     c32 = np.float32(c)
-    if not np.isfinite(c32) or c32 == 0:
+    if np.frexp(abs(float(c32)))[0] == 0.5:
         return None
-    value = abs(float(c32))
-    if np.frexp(value)[0] == 0.5 or (value == int(value) and int(value) % 2 == 0):
-        return None
-    return 1.0 / float(c32)
+    return float(exact_recip(c32)) or None
 
 
 def _float32_division(emit: Any, n: Node) -> bool:
@@ -83,15 +82,13 @@ def product_divisions(emit: Any) -> tuple[dict[str, str], dict[Node, str]]:
     for n in emit.members:
         if not _float32_division(emit, n):
             continue
-        dividend, divisor = n.inputs
+        divisor = n.inputs[1]
         if divisor.op == "const":
             y = exact_reciprocal(float(np.asarray(divisor.attrs["value"]).item()))
             if y is not None:
-                found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {y!r})"
+                found[n] = _product(emit, n, repr(y))
         elif divisor in emit.scalar_nodes:
-            name = "rcp" + emit.var[divisor]
-            recips[name] = f"jg_exact_recip(np.float32({emit.ref(divisor, '', n)}))"
-            found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {name})"
+            _by_reciprocal(emit, n, recips, found)
     return recips, found
 
 
@@ -102,10 +99,36 @@ def row_divisions(emit: Any, members: list[Node]) -> tuple[dict[str, str], dict[
     recips: dict[str, str] = {}
     found: dict[Node, str] = {}
     for n in members:
-        if not _float32_division(emit, n) or not _row_value(emit, n.inputs[1]):
-            continue
-        dividend, divisor = n.inputs
-        name = "rcp" + emit.var[divisor]
-        recips[name] = f"jg_exact_recip(np.float32({emit.ref(divisor, '', n)}))"  # NumPy divides by it in float32
-        found[n] = f"np.float32(np.float64({emit.ref(dividend, '', n)}) * {name})"
+        if _float32_division(emit, n) and _row_value(emit, n.inputs[1]):
+            _by_reciprocal(emit, n, recips, found)
     return recips, found
+
+
+def _by_reciprocal(emit: Any, n: Node, recips: dict[str, str], found: dict[Node, str]) -> None:
+    """Division ``n`` by a value known before the loop: its reciprocal variable (``rcp`` + the divisor's name),
+    computed once by ``jg_exact_recip`` from the divisor as NumPy divides by it (float32), and the product."""
+    divisor = n.inputs[1]
+    name = "rcp" + emit.var[divisor]
+    recips[name] = f"jg_exact_recip(np.float32({emit.ref(divisor, '', n)}))"
+    found[n] = _product(emit, n, name)
+
+
+def _product(emit: Any, n: Node, reciprocal: str) -> str:
+    """The expression of division ``n`` as ``float32(float64(dividend) * reciprocal)``."""
+    return f"np.float32(np.float64({emit.ref(n.inputs[0], '', n)}) * {reciprocal})"
+
+
+def products_or_divisions(w: Any, recips: dict[str, str], tests: list[str], loop: Any, comment: str = "") -> None:
+    """Write the reciprocals, then ``if <tests, every reciprocal nonzero>:`` the loop with the products, ``else:``
+    the loop that divides. ``loop(products)`` writes one loop at the writer's depth."""
+    for name, value in recips.items():
+        w(f"{name} = {value}")
+    depth = w.depth
+    w(f"if {' and '.join([*tests, *(f'{name} != 0.0' for name in recips)])}:{comment}")
+    w.depth = depth + 1
+    loop(True)
+    w.depth = depth
+    w("else:")
+    w.depth = depth + 1
+    loop(False)
+    w.depth = depth

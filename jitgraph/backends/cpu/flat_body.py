@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitgraph.backends.cpu import streaming
-from jitgraph.backends.cpu.divisions import product_divisions
+from jitgraph.backends.cpu.divisions import product_divisions, products_or_divisions
 from jitgraph.ir.graph import Node
 
 __all__ = ["cached_elements", "flat_body", "flat_lines"]
@@ -44,19 +44,16 @@ def flat_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
     streaming from memory runs ``vdivps``, since there the products' extra instructions cost more than the divider
     (module docstring)."""
     recips, fast = product_divisions(emit) if emit.outer_dims == (0,) else ({}, {})
+
+    def loop(products: bool) -> None:
+        emit.loops(w, emit.outer_dims, idx, bool(emit.outer_dims))
+        flat_lines(emit, w, idx, fast if products else None)
+
     if fast:
-        for name, value in recips.items():
-            w(f"{name} = {value}")
-        test = " and ".join([f"n0 <= {cached_elements(emit)}", *(f"{name} != 0.0" for name in recips)])
-        w(f"if {test}:  # in cache: the divider, not memory, bounds the loop")
-        w.depth += 1
-        emit.loops(w, emit.outer_dims, idx, True)
-        flat_lines(emit, w, idx, fast)
-        w.depth -= 2
-        w("else:")
-        w.depth += 1
-    emit.loops(w, emit.outer_dims, idx, bool(emit.outer_dims))
-    flat_lines(emit, w, idx)
+        products_or_divisions(w, recips, [f"n0 <= {cached_elements(emit)}"], loop,
+                              "  # in cache: the divider, not memory, bounds the loop")
+    else:
+        loop(False)
 
 
 def flat_lines(emit: Any, w: Any, idx: dict[int, str], fast: dict[Node, str] | None = None) -> None:

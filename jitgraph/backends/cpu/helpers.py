@@ -46,14 +46,18 @@ jg_logaddexp = _inline(semantics.logaddexp)
 jg_power_int = _inline(semantics.power_int)
 
 
-@_inline
-def jg_exact_recip(c):
+def exact_recip(c):
     """``RN64(1 / c)`` for a float32 divisor ``c`` whose quotients ``float32(float64(x) * recip)`` reproduces
-    (:mod:`divisions`), else 0.0: ``c`` zero, infinite, NaN or an even integer. Kernels test it once per row."""
+    (:mod:`divisions`), else 0.0: ``c`` zero, infinite, NaN or an even integer. The one statement of the rule:
+    kernels test it once per row or launch (``jg_exact_recip``), :func:`divisions.exact_reciprocal` once per
+    constant when it generates the kernel."""
     a = abs(np.float64(c))
     if not (a > 0.0 and a < np.inf) or (a == np.floor(a) and np.fmod(a, 2.0) == 0.0):
         return 0.0
     return 1.0 / np.float64(c)
+
+
+jg_exact_recip = _inline(exact_recip)
 
 __all__ = [
     "jg_empty",

@@ -238,19 +238,14 @@ class _Emit:
             streamed = [o for o in finals if streaming.row_streamable(spec, o)]
             swept = self._closure([o.value for o in finals], stop=set(keep))
             recips, fast = divisions.row_divisions(self, [n for n in self.members if n in swept])
+
+            def sweep(products: bool) -> None:
+                self._final_sweep(w, idx, finals, keep, streamed, fast if products else {})
+
             if fast:  # divisions by a value of the row: products when every reciprocal qualifies (divisions.py)
-                for name, value in recips.items():
-                    w(f"{name} = {value}")
-                w(f"if {' and '.join(f'{name} != 0.0' for name in recips)}:")
-                w.depth += 1
-                self._final_sweep(w, idx, finals, keep, streamed, fast)
-                w.depth -= 1
-                w("else:")
-                w.depth += 1
-                self._final_sweep(w, idx, finals, keep, streamed, {})
-                w.depth -= 1
+                divisions.products_or_divisions(w, recips, [], sweep)
             else:
-                self._final_sweep(w, idx, finals, keep, streamed, {})
+                sweep(False)
             for o in streamed:  # the row was computed into L1; it goes to memory past the caches
                 self.scratch(w, f"st{o.name}", "n1", o.value.type.dtype)
                 w(f"jg_stream_row({o.name}, i0, st{o.name})")
