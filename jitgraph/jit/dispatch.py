@@ -51,7 +51,7 @@ from jitgraph.generated_source import run_source
 from jitgraph.jit import eager_mode, exclusive_guards
 from jitgraph.jit.entries import Entry
 from jitgraph.jit.hot_recompiles import ANY_ALIAS
-from jitgraph.jit.runner_checks import MISS, Unsupported, Writer
+from jitgraph.jit.runner_checks import MISS, NO, Unsupported, Writer
 from jitgraph.tracer.dynamic_ints import LIMIT, view
 from jitgraph.tracer.trace import parameter_names
 
@@ -142,7 +142,6 @@ def _call_header(fn_name: str, doc: str, n: int) -> list[str]:
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-NO = object()  # a parameter of a call function the caller did not pass (never a user's value)
 
 
 def define(fn_name: str, lines: list[str], ns: dict[str, Any], label: str, in_package: bool = False) -> Any:

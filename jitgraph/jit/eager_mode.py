@@ -41,6 +41,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from jitgraph.jit.runner_checks import NO
 from jitgraph.jit.threads import tally
 
 CHECK_EVERY = 128  # in eager mode, one call in this many goes through the checks (a new layout compiles): a power of 2
@@ -147,16 +148,6 @@ def bind(values: tuple, names: tuple[str, ...]) -> tuple[tuple, dict[str, Any]]:
         else:
             args.append(value)
     return tuple(args), kw
-
-
-class _NotPassed:
-    """A parameter the caller did not pass (never a user's value)."""
-
-    def __repr__(self) -> str:
-        return "NO"
-
-
-NO = _NotPassed()
 
 
 def call_lines(n: int) -> list[str]:

@@ -23,6 +23,16 @@ from jitgraph.tracer.dynamic_ints import LIMIT, DynamicInt
 from jitgraph.tracer.keys import alias_pattern, is_namedtuple, keyed_by_type
 
 MISS = object()  # what a runner returns when the call is not its entry's (never a user's value)
+
+
+class _NotPassed:
+    """A parameter of a generated call function the caller did not pass (never a user's value)."""
+
+    def __repr__(self) -> str:
+        return "NO"
+
+
+NO = _NotPassed()  # the default of such parameters: dispatch's call functions and eager mode's (eager_mode.py)
 _PAIRWISE_MAX = 6  # up to this many arrays the owners are compared pairwise, above it through a set
 
 _IDENTITY_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc, types.MethodType)
