@@ -19,7 +19,6 @@ is not a finding. The summary counts the one-graph rows below 0.95x and the geom
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jitgraph
-from benchmarks.timing import paired_timings
+from benchmarks.timing import geomean, paired_timings
 
 try:  # measured tier-down: a new entry's first calls alternate graph and eager runs (jit/tiering.py)
     from jitgraph.jit.tiering import PROBE_CALLS
@@ -768,7 +767,7 @@ def main() -> None:
     print(f"noise floor (eager vs itself, {len(noise)} rows): min {min(noise):.2f}x, max {max(noise):.2f}x, "
           f"median {float(np.median(noise)):.2f}x")
     if graph:
-        geo = math.exp(sum(math.log(r["ratio"]) for r in graph) / len(graph))
+        geo = geomean([r["ratio"] for r in graph])
         print(f"one-graph rows: {len(graph)} of {len(rows)}; below 0.95x eager: {len(below)}; geomean {geo:.2f}x; "
               f"mismatches: {sum(not r['ok'] for r in rows)}")
     fell = [r for r in rows if r["mode"] != "graph"]

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "realworld"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import corpus
 import corpus_fresh
@@ -28,6 +29,7 @@ import harness
 import numpy as np
 
 import jitgraph
+from benchmarks.timing import geomean
 
 
 def main() -> None:
@@ -77,7 +79,7 @@ def _run(title: str, cases: list[corpus.Case], opts: argparse.Namespace) -> None
         values = [r for r, _ in ratios]
         worst = ", ".join(f"{n} {r:.2f}x" for r, n in ratios[:3])
         print(f"timing ({title}, one-graph functions): {sum(r < 0.95 for r in values)} of {len(values)} below 0.95x "
-              f"eager, median {float(np.median(values)):.2f}x, geomean {float(np.exp(np.mean(np.log(values)))):.2f}x, "
+              f"eager, median {float(np.median(values)):.2f}x, geomean {geomean(values):.2f}x, "
               f"worst {worst}")
     if others:
         print("not one graph:")

@@ -9,6 +9,11 @@ from typing import Any
 import numpy as np
 
 
+def geomean(ratios: list[float]) -> float:
+    """The geometric mean of speed ratios (the summaries of floor.py and realworld.py)."""
+    return float(np.exp(np.mean(np.log(ratios))))
+
+
 def timings(fn: Callable[[], object], repeat: int, budget: float = 3.0) -> tuple[float, float]:
     """(median, best) seconds of up to ``repeat`` calls, stopping once ``budget`` seconds are spent (after three).
 
