@@ -26,13 +26,15 @@ def _recip(c):
 
 @pytest.mark.parametrize("c", ROW_DIVISORS)
 def test_run_time_check_agrees_with_the_generation_time_one(c):
-    """``jg_exact_recip`` refuses (0.0) exactly what ``exact_reciprocal`` refuses, except powers of two below 2,
-    whose products are exact (``exact_reciprocal`` leaves those to LLVM)."""
-    got = _recip(np.float32(c))
-    want = divisions.exact_reciprocal(c)
-    if want is None and np.isfinite(c) and c != 0 and np.frexp(abs(c))[0] == 0.5 and abs(c) < 2:
-        want = 1.0 / float(np.float32(c))
-    assert got == (0.0 if want is None else want)
+    """``jg_exact_recip`` (compiled, in kernels) refuses (0.0) zero, infinities, NaN and even integers and gives
+    RN64(1/c) otherwise, as stated here independently of helpers.exact_recip; ``exact_reciprocal`` (for constants,
+    in Python) refuses the same and powers of two besides (LLVM already multiplies by those)."""
+    c32 = float(np.float32(c))
+    refused = not np.isfinite(c32) or c32 == 0 or (c32 == int(c32) and int(c32) % 2 == 0)
+    want = 0.0 if refused else 1.0 / c32
+    assert _recip(np.float32(c)) == want
+    power_of_two = np.isfinite(c32) and c32 != 0 and np.frexp(abs(c32))[0] == 0.5
+    assert divisions.exact_reciprocal(c) == (None if refused or power_of_two else want)
 
 
 def _softmax(x):
