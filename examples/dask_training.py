@@ -75,7 +75,7 @@ def train_distributed(client: Any, params: dict[str, np.ndarray], x: np.ndarray,
     steps with eager NumPy (the uncompiled functions), for comparison."""
     gradient = shard_gradient if compiled else shard_gradient.fn
     add = add_gradients if compiled else add_gradients.fn
-    addresses = sorted(client.scheduler_info()["workers"])
+    addresses = jitgraph.dask.worker_addresses(client)
     workers = len(addresses)
     local = batch // workers
     shards = [(client.scatter(sx, workers=[a], hash=False), client.scatter(sy, workers=[a], hash=False))
@@ -123,7 +123,7 @@ def train_single(step: Any, params: dict[str, np.ndarray], batches: Any, lr: flo
 def run(client: Any, small: bool = True) -> dict[str, Any]:
     """Train on ``client``'s cluster and in one process; check they agree; return what was measured."""
     n, dim, hidden, classes, batch, epochs = (512, 32, 64, 10, 64, 2) if small else (16384, 784, 512, 10, 1024, 2)
-    workers = len(client.scheduler_info()["workers"])
+    workers = len(jitgraph.dask.worker_addresses(client))
     x, y = make_dataset(n, dim, classes)
     params0 = init_params(dim, hidden, classes)
     dist_params, dist_losses, per_step = train_distributed(client, params0, x, y, epochs=epochs, batch=batch, lr=0.1)

@@ -18,9 +18,10 @@ _install_worker_env()
 
 from jitgraph.dask.blocks import BlockTrace, ChunkPlanError, Plan, map_blocks, plan
 from jitgraph.dask.moments import mean, mean_var, var
-from jitgraph.dask.stats import cache_stats, cluster_cache_stats, warm, worker_cache_dir
+from jitgraph.dask.stats import cache_stats, cluster_cache_stats, warm, worker_addresses, worker_cache_dir
 
 explain = plan  # ``print(jitgraph.dask.explain(f, x))``: what a chunked call will do
 
 __all__ = ["BlockTrace", "ChunkPlanError", "Plan", "cache_stats", "cluster_cache_stats", "explain", "map_blocks",
-           "mean", "mean_var", "plan", "var", "warm", "worker_cache_dir"]
+           "mean", "mean_var", "plan", "var", "warm", "worker_addresses",
+           "worker_cache_dir"]

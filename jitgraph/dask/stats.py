@@ -44,9 +44,16 @@ def _first_call(f: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, int]:
     return {k: after[k] - before[k] for k in after}
 
 
+def worker_addresses(client: Any) -> list[str]:
+    """The addresses of ``client``'s workers, sorted, asked of the scheduler now. Not
+    ``client.scheduler_info()["workers"]``: the client refreshes that dictionary in the background with worker
+    totals only, so read right after its own refresh it can come back empty (seen as a ZeroDivisionError in CI)."""
+    return sorted(client.nthreads())
+
+
 def warm(client: Any, f: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
     """Call ``f(*args, **kwargs)`` on one worker of ``client`` (arguments shaped like one block), so that its
     kernels are in the shared cache before the other workers' first calls; returns what that call did to the
     cache (``compiled``: kernels Numba compiled, ``cache_hits``: kernels loaded)."""
-    first = min(client.scheduler_info()["workers"])
+    first = worker_addresses(client)[0]
     return client.submit(_first_call, f, args, kwargs, workers=[first], pure=False).result()

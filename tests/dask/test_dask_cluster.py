@@ -83,7 +83,7 @@ def test_main_function_runs_on_a_worker_with_guards_fallback_and_explain(client)
 
 
 def test_second_worker_loads_every_kernel_from_the_shared_cache(client):
-    first, second = sorted(client.scheduler_info()["workers"])
+    first, second = jd.worker_addresses(client)
     x = np.linspace(-2, 2, 1000)
     k = 1.0 + random.random()  # a kernel constant no earlier run has compiled, in this cache directory or another
     probe = H.make_probe(k)
@@ -102,7 +102,7 @@ def test_warm_then_concurrent_first_calls_compile_nothing(client):
     probe = H.make_probe(2.0 + random.random())
     warmed = jd.warm(client, probe, x)
     assert warmed["compiled"] >= 1
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = jd.worker_addresses(client)
     calls = [client.submit(H.probe_on_worker, probe, x, workers=[w], pure=False) for w in workers]
     warm_one, other = (call.result() for call in calls)  # at once, on both workers
     assert warm_one["misses"] == 1  # the warmed worker kept the function it rebuilt: no second trace
