@@ -200,7 +200,7 @@ class ResumableArtifact:
         NumPy's (the segments are pure up to the last one, which undoes its writes when it raises)."""
         impure = [False]
         try:
-            return self._run(leaves, args, kwargs, impure)
+            done = self._run(leaves, args, kwargs, impure)
         except ResumeError:
             raise
         except Exception as exc:
@@ -212,8 +212,12 @@ class ResumableArtifact:
             log.warning("jitgraph: a resumed segment of %s failed (%s: %s); the call ran eagerly",
                         getattr(self.fn, "__qualname__", self.fn), type(exc).__name__, exc)
             return _Done(None, None, [], result)
+        # No child for this call's value: run it eagerly here, outside the handler above, so that the function's own
+        # exception (an ``assert`` on the value) reaches the caller once and is not taken for a segment's failure
+        # and rerun (which made every effect before it twice).
+        return _Done(None, None, [], self._eager(args, kwargs)) if done is None else done
 
-    def _run(self, leaves: list[Any], args: tuple, kwargs: dict[str, Any], impure: list[bool]) -> _Done:
+    def _run(self, leaves: list[Any], args: tuple, kwargs: dict[str, Any], impure: list[bool]) -> _Done | None:
         node, s, env, vleaves = self.root, 0, {}, leaves
         while True:
             part, carried, produced, call, last = node.step(s)
@@ -225,7 +229,7 @@ class ResumableArtifact:
             if call.cut is node.pending:
                 found = self._child(node, call.cut, value, args, kwargs, impure[0], vleaves)
                 if found is None:
-                    return _Done(None, None, [], self._eager(args, kwargs))
+                    return None  # ``run`` calls the function eagerly
                 node, vleaves = found
                 node.step(s)[3].store(value, env)  # the child's cut: where its result is read
                 if node.replay:

@@ -292,3 +292,36 @@ def test_explain_shows_segments_and_reasons() -> None:
     assert f"{__file__}:{best_loss.__code__.co_firstlineno + 2}" in text
     assert "resumed for the branch taken" in text and "resumed for the branch not taken" in text
     assert result.graph_count >= 3  # the graph up to the branch, and one per branch seen
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+        self.hist = []
+
+
+def _step_then_assert(s, x):
+    s.n += 1
+    s.hist.append(s.n)
+    x -= 1
+    assert (x >= 0).all(), "went negative"
+    return x * 2
+
+
+def test_assert_after_effects_raises_once_with_each_effect_once():
+    """Found by a probe corpus: once compiled on calls that pass the assert, a call that fails it ran the function
+    eagerly inside the artifact's error handler, which took the AssertionError for a segment's failure and ran the
+    function eagerly a second time: ``x -= 1``, ``s.n += 1`` and the append happened twice."""
+    compiled = jitgraph.compile(_step_then_assert)
+    for _ in range(2):
+        compiled(_Counter(), np.array([2.0, 3.0]))
+    for x0 in ([0.5, 3.0], [0.25, -4.0]):
+        eager_s, comp_s = _Counter(), _Counter()
+        eager_x, comp_x = np.array(x0), np.array(x0)
+        with pytest.raises(AssertionError, match="went negative"):
+            _step_then_assert(eager_s, eager_x)
+        with pytest.raises(AssertionError, match="went negative"):
+            compiled(comp_s, comp_x)
+        np.testing.assert_array_equal(comp_x, eager_x)
+        assert (comp_s.n, comp_s.hist) == (eager_s.n, eager_s.hist) == (1, [1])
+    assert compiled(_Counter(), np.array([5.0])).tolist() == [8.0]
