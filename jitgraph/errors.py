@@ -62,3 +62,11 @@ class BackendError(JitgraphError):
 
 class UnsupportedPythonError(JitgraphError):
     """The running CPython version has no bytecode table in ``jitgraph.tracer.bytecode``."""
+
+
+class RerunEagerly(JitgraphError):
+    """Raised by compiled code at a value it cannot represent as Python does -- a Python int beyond int64 (Python
+    ints never overflow), ``int()`` of a float beyond it -- so that the driver runs the call eagerly instead. The
+    graph's run-time check (``check`` with ``error="RerunEagerly"``) is a raising node like any other, so the driver
+    has the arguments as they were before the call (jit/effects.py) and the eager run is exact. A user sees it only
+    where no eager run is possible (a device graph)."""

@@ -35,7 +35,9 @@ FAST, RERUN, SNAPSHOT = "fast", "rerun", "snapshot"
 def raise_policy(graph: Graph, traced_may_raise: Any = None) -> str:
     """FAST, RERUN or SNAPSHOT for the lowered ``graph`` (the one the backend runs, in node order)."""
     if not graph.mutations:
-        return FAST
+        # A check that asks for the eager run (a Python int beyond int64) needs the driver's handler even with
+        # nothing to undo: its exception is not the one NumPy raises, the eager run gives Python's answer.
+        return RERUN if any(_reruns(n) for n in graph.nodes) else FAST
     raising = [k for k, n in enumerate(graph.nodes) if _raises(n)]
     if not raising:
         # The tracer saw a node that may raise and the lowered graph shows none: trust neither, copy.
@@ -44,6 +46,13 @@ def raise_policy(graph: Graph, traced_may_raise: Any = None) -> str:
     first_reader = next((k for k, n in enumerate(graph.nodes) if any(i in mutated for i in n.inputs)),
                         len(graph.nodes))
     return RERUN if raising[-1] < first_reader else SNAPSHOT
+
+
+def _reruns(node: Node) -> bool:
+    """A ``check`` that raises :class:`~jitgraph.errors.RerunEagerly`, here or in a region."""
+    if node.op == "check" and node.attrs.get("error") == "RerunEagerly":
+        return True
+    return any(_reruns(n) for region in node.regions for n in region.nodes)
 
 
 def _raises(node: Node) -> bool:

@@ -21,7 +21,7 @@ import sys
 import types
 from typing import Any, NamedTuple, Self
 
-from jitgraph.errors import BackendError
+from jitgraph.errors import BackendError, RerunEagerly
 from jitgraph.jit import effects, hot_recompiles, tiering
 from jitgraph.jit.backend_choice import resolve_backend
 from jitgraph.jit.breaks import BreakReason
@@ -180,8 +180,12 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
         """After the graph raised (arguments as before the call): the eager call decides. NumPy raising the same
         (a math domain error, an index out of range) makes it the caller's error and the entry stays; NumPy
         succeeding, or raising something else, is a backend bug: the entry runs eagerly from now on (under
-        JITGRAPH_STRICT=1 the graph's error is raised instead)."""
+        JITGRAPH_STRICT=1 the graph's error is raised instead). A :class:`RerunEagerly` check (a Python int beyond
+        int64) is no bug: that call runs eagerly and the entry stays."""
         next(self._fallbacks)
+        if isinstance(exc, RerunEagerly):  # a value only Python represents: this call's answer is eager's
+            log.info("jitgraph: %s: %s; this call ran eagerly", self.name, exc.message)
+            return self._fn(*user_args, **user_kwargs)
         try:
             result = self._fn(*user_args, **user_kwargs)
         except Exception as eager_exc:

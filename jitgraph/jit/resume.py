@@ -27,7 +27,7 @@ from typing import Any
 
 from jitgraph.backends.base import CompiledGraph, KernelSource, get_backend
 from jitgraph.config import OPTIONS, env_flag
-from jitgraph.errors import JitgraphError
+from jitgraph.errors import JitgraphError, RerunEagerly
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.jit.effects import FAST, raise_policy, restore, snapshot
 from jitgraph.jit.resume_chain import same_guards, same_prefix
@@ -207,6 +207,8 @@ class ResumableArtifact:
             if impure[0]:
                 raise
             result = self._eager(args, kwargs)  # NumPy's exception, if it raises, is the caller's
+            if isinstance(exc, RerunEagerly):  # a value only Python represents (errors.RerunEagerly): no failure
+                return _Done(None, None, [], result)
             if env_flag("JITGRAPH_STRICT"):
                 raise
             log.warning("jitgraph: a resumed segment of %s failed (%s: %s); the call ran eagerly",

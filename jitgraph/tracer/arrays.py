@@ -16,7 +16,7 @@ import numpy as np
 
 from jitgraph.ir.ops.indexing import Operand
 from jitgraph.ir.symbols import size_arith
-from jitgraph.tracer import selections
+from jitgraph.tracer import python_ints, selections
 from jitgraph.tracer.context import TraceContext
 from jitgraph.tracer.index_tricks import index_trick, is_index_trick
 from jitgraph.tracer.split import NOT_CUT
@@ -99,7 +99,10 @@ def binary(tx: TraceContext, symbol: str, a: Any, b: Any, inplace: bool = False)
             b = _python_scalar_checks(tx, symbol, a, b)
         if symbol == "**" and _square_fast_path(tx, a, b):
             return tx.result(tx.op("square", tx.read(a)))  # ndarray.__pow__(2) calls np.square: bool -> int8
-        return tx.result(tx.op(ufunc, tx.node(a), tx.node(b)))
+        node = tx.op(ufunc, tx.node(a), tx.node(b))
+        if _is_py_number(a) and _is_py_number(b) and node.tensor_type.weak and node.tensor_type.dtype.kind == "i":
+            node = python_ints.checked(tx, node)  # Python ints do not wrap: run eagerly where int64 would
+        return tx.result(node)
     if inplace and isinstance(a, list):
         if id(a) in tx.caller_owned:
             tx.graph_break("+= on a caller's list is a side effect")
@@ -187,12 +190,12 @@ def _small_base_int_power(tx: TraceContext, a: Any, b: Any) -> bool:
 
 
 def _checked_exponent(tx: TraceContext, b: TArray) -> TArray:
-    """The exponent of :func:`_small_base_int_power`, checked ``>= 0`` at run time (a negative one may overflow,
-    where Python raises OverflowError: the check raises and the call reruns eagerly)."""
+    """The exponent of :func:`_small_base_int_power`, checked ``>= 0`` at run time (a negative one gives a result
+    beyond 1, which may overflow, where Python raises OverflowError: the check has the call run eagerly)."""
     node = tx.read(b)
     pred = tx.op("greater_equal", node, tx.node(0))
     return tx.fresh(tx.op("check", node, pred, message="negative exponent computed in the graph",
-                          error="OverflowError"))
+                          error="RerunEagerly"))
 
 
 def _checked_divisor(tx: TraceContext, symbol: str, b: TArray) -> TArray:

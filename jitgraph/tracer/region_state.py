@@ -62,6 +62,9 @@ class RegionState:
 
     ``nonneg``: induction variables of ``for`` loops that count up from a non-negative start, so a slice bounded
     by one (``a[:i]``) never wraps around (the symbolic-slice lowering relies on it).
+    ``int_bounds``: known bounds on the magnitude of Python ints (induction variables; others memoised by
+    :func:`jitgraph.tracer.python_ints.bound`), None where none is known.
     """
 
     nonneg: set[Node] = field(default_factory=set)
+    int_bounds: dict[Node, int | None] = field(default_factory=dict)

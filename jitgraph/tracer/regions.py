@@ -31,6 +31,7 @@ from jitgraph.ir.graph import Node
 from jitgraph.ir.ops import get_op
 from jitgraph.ir.ops.control import INDEX_TYPE, RegionBuilder, _project, _resignature
 from jitgraph.ir.types import TensorType
+from jitgraph.tracer import python_ints
 from jitgraph.tracer.arrays import array_getitem
 from jitgraph.tracer.bytecode import Instr
 from jitgraph.tracer.context import GraphBreak, TraceContext
@@ -128,7 +129,8 @@ def _run_body(frame: Frame, head: int, exit_pc: int) -> None:
 
 def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers: list[Buffer],
                 types: list[TensorType], kinds: list[str], counts_up_from_nonneg: bool = False,
-                elements: TArray | None = None) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
+                elements: TArray | None = None, index_bound: int | None = None
+                ) -> tuple[RegionBuilder, Node, list[Node], list[Any]]:
     """One pass over the body with ``names``/``buffers`` as carried inputs of ``types``; returns the region
     builder, the induction input, the carried inputs and the final values (TArrays or plain numbers)."""
     tx = frame.tx
@@ -136,6 +138,7 @@ def _trace_body(frame: Frame, head: int, exit_pc: int, names: list[str], buffers
     induction = rb.fixed_input(INDEX_TYPE, "i")
     if counts_up_from_nonneg:  # a fact for the symbolic-slice lowering (index >= 0, so no wrap-around)
         tx.regions.nonneg.add(induction)
+    tx.regions.int_bounds[induction] = index_bound  # its arithmetic needs no overflow check (python_ints.py)
     carried = [rb.fixed_input(t, name) for t, name in zip(types, names + [f"buf{b.uid}" for b in buffers])]
     for name, node, kind in zip(names, carried, kinds):
         frame.locals[name] = TArray(Buffer(node), (), kind)
@@ -173,7 +176,8 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange, elements: TArray
     bounds = [value_node(tx, v) for v in (rng.start, rng.stop, rng.step)]
     # Pass 1: discover which locals and storages the body changes.
     up = _counts_up_from_nonneg(tx, rng)
-    rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up, elements)
+    index_bound = python_ints.induction_bound(tx, rng.start, rng.stop, rng.step)
+    rb, induction, _, _ = _trace_body(frame, head, exit_pc, [], [], [], [], up, elements, index_bound)
     if state.python_objects_changed():
         state.restore(frame)
         if isinstance(rng, SymRange):
@@ -201,7 +205,8 @@ def trace_loop(frame: Frame, ins: Instr, rng: range | SymRange, elements: TArray
         inits = [value_node(tx, v) for v in olds] + [b.node for b in written]
         types = [n.tensor_type for n in inits]
         kinds = [kind_of(v, t) for v, t in zip(olds, types)]
-        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up, elements)
+        rb, _, _, finals = _trace_body(frame, head, exit_pc, changed, written, types, kinds, up, elements,
+                                       index_bound)
         if state.python_objects_changed():
             state.restore(frame)
             tx.graph_break("a loop with a side effect on a Python object (list, dict, closure variable)")

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.errors import RerunEagerly
 from jitgraph.ir.graph import Node
 from jitgraph.tracer.arrays import binary
 from jitgraph.tracer.context import TraceContext
@@ -83,7 +84,8 @@ def _float_value(tx: TraceContext, value: TArray, what: str) -> Node:
     return node if t.dtype == np.float64 else tx.op("astype", node, dtype=np.dtype(np.float64))
 
 
-_BEYOND_INT64 = "int() of a float beyond the int64 range: compiled code has no Python big ints (jitgraph)"
+_BEYOND_INT64 = "int() of a float beyond the int64 range: compiled code has no Python big ints"
+_UINT64_BEYOND = "int() of a uint64 beyond the int64 range: compiled code has no Python big ints"
 
 
 def _int_of_float(tx: TraceContext, node: Node) -> Node:
@@ -91,7 +93,7 @@ def _int_of_float(tx: TraceContext, node: Node) -> Node:
     node = _checked(tx, node, tx.op("logical_not", tx.op("isnan", node)), _python_error(int, float("nan")))
     node = _checked(tx, node, tx.op("logical_not", tx.op("isinf", node)), _python_error(int, float("inf")))
     fits = tx.op("less", tx.op("absolute", node), tx.node(2.0 ** 63))
-    node = _checked(tx, node, fits, OverflowError(_BEYOND_INT64))
+    node = _checked(tx, node, fits, RerunEagerly(_BEYOND_INT64))  # Python's answer is a big int: eager gives it
     return tx.op("to_python", tx.op("astype", tx.op("trunc", node), dtype=np.dtype(np.int64)), kind="int")
 
 
@@ -107,6 +109,9 @@ def conversion(tx: TraceContext, builtin: Any, value: TArray) -> TArray:
         tx.graph_break(f"int() of a {t} value")
     if t.dtype.kind == "f":
         return tx.fresh(_int_of_float(tx, node), "py")
+    if t.dtype == np.uint64:  # a Python int of 2**63 or more would wrap negative in int64: the eager run gives it
+        fits = tx.op("less_equal", node, tx.builder.const(np.asarray(2 ** 63 - 1, np.uint64)))
+        node = _checked(tx, node, fits, RerunEagerly(_UINT64_BEYOND))
     return tx.fresh(tx.op("to_python", node, kind="int"), "py")
 
 
@@ -118,12 +123,17 @@ def traced_round(tx: TraceContext, value: TArray, ndigits: Any = None) -> TArray
         tx.graph_break(f"round() of a {t} value")
     if ndigits is None:
         if t.dtype.kind != "f":
-            return tx.fresh(tx.op("to_python", node, kind="int"), "py")
+            return conversion(tx, int, value)
         return tx.fresh(_int_of_float(tx, tx.op("rint", node)), "py")
     if not isinstance(ndigits, int):
         tx.graph_break("round() with a number of digits computed from array data")
     if t.dtype.kind != "f":
         return value
+    if value.kind == "py":
+        # Python rounds a float to the nearest decimal correctly (round(0.35, 1) is 0.3); NumPy's scale-and-rint,
+        # which NumPy scalars use, gives 0.4. Compiled code has only the latter.
+        tx.graph_break(f"round() of a Python float to {ndigits} digits: Python rounds the decimal value exactly, "
+                       "NumPy's algorithm (the only one compiled) can differ in the last digit")
     return tx.result(round_decimals(tx, node, ndigits))
 
 

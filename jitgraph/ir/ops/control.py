@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgraph.errors import RerunEagerly
 from jitgraph.ir.graph import Graph, GraphBuilder, Node, TupleType
 from jitgraph.ir.ops import Op, OpKind, define
 from jitgraph.ir.ops.rules import type_error
@@ -130,7 +131,7 @@ def _infer_check(types: tuple[Any, ...], attrs: dict, regions: tuple[Graph, ...]
 
 # The exceptions a check may raise, by the name its ``error`` attribute gives (an attribute must print as text).
 CHECK_ERRORS: dict[str, type[Exception]] = {"ValueError": ValueError, "ZeroDivisionError": ZeroDivisionError,
-                                            "OverflowError": OverflowError}
+                                            "OverflowError": OverflowError, "RerunEagerly": RerunEagerly}
 
 
 def _check(value: Any, pred: Any, message: str, error: str = "ValueError") -> Any:
@@ -204,6 +205,13 @@ class RegionBuilder(GraphBuilder):
         self._local[node] = inner
         self._own.add(inner)
         return inner
+
+    def outer_of(self, inner: Node) -> Node | None:
+        """The value of the enclosing graph that this body captured as its input ``inner``, else None."""
+        for outer, local in self._local.items():
+            if local is inner and outer.op != "const":
+                return self.parent.local(outer) if isinstance(self.parent, RegionBuilder) else outer
+        return None
 
     def op(self, name: str, *inputs: Node, regions: Sequence[Graph] = (), **attrs: Any) -> Node:
         node = super().op(name, *(self.local(i) for i in inputs), regions=regions, **attrs)

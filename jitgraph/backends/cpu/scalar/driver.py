@@ -30,7 +30,7 @@ from jitgraph.backends.cpu.scalar import numpy_calls, runtime, sizes
 from jitgraph.backends.cpu.scalar.core import Emitter
 from jitgraph.backends.cpu.scalar.scope import is_array
 from jitgraph.backends.cpu.scalar.table import TABLE
-from jitgraph.errors import UnsupportedError
+from jitgraph.errors import RerunEagerly, UnsupportedError
 from jitgraph.generated_source import run_source
 from jitgraph.ir.graph import Graph, Node
 from jitgraph.ir.ops.control import RegionInfo, describe_regions
@@ -44,6 +44,7 @@ _NAMESPACE: dict[str, Any] = {
     "dot_vv": runtime.dot_vv, "dot_mv": runtime.dot_mv, "dot_vm": runtime.dot_vm, "dot_mm": runtime.dot_mm,
     "blas_mv": runtime.blas_mv, "blas_vm": runtime.blas_vm, "blas_mm": runtime.blas_mm, "dot_range": runtime.dot_range, "outer": runtime.outer,
     "copy_into": runtime.copy_into,
+    "RerunEagerly": RerunEagerly,  # raised by run-time checks of values only Python represents (ops.emit_check)
     # The vector math library (core.DriverContext), as the fused kernels name it: VM_tanh_float32.
     **{f"VM_{op}_{dtype}": fn for (op, dtype), fn in VECTOR_MATH.items()},
     **numpy_calls.REFERENCE,  # NumPy's own linalg, sorting, histogram and quantiles, called in object mode
