@@ -48,6 +48,11 @@ def _run_path(frame: Frame, start: int, branch_pc: int, else_pc: int, merge: int
             return merge
         if merge is None and pc == else_pc and start != else_pc:
             return else_pc
+        if merge is None and pc <= branch_pc:
+            # Back at or before the branch: a nested if's paths met at the enclosing loop's head (``elif`` as the
+            # last statement of a loop body). That is where this path ends too; stepping on would run the loop's
+            # FOR_ITER again, as a new loop, without end.
+            return pc
         ins = instrs[pc]
         if ins.op == "RETURN_VALUE" and merge in (None, RETURNS):
             return RETURNS  # both paths return (3.12+ copies a short tail, like ``return x + (1 if s else 2)``)
