@@ -42,7 +42,10 @@ def bound(tx: TraceContext, node: Node) -> int | None:
     known = tx.regions.int_bounds
     if node in known:
         return known[node]
-    found = _bound(tx, node)
+    try:
+        found = _bound(tx, node)
+    except RecursionError:  # a long chain of ops nothing memoised: no bound, so a check (never a wrong answer)
+        found = None
     known[node] = found
     return found
 
