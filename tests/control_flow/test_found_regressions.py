@@ -214,3 +214,26 @@ def test_if_whose_paths_both_return(s: float) -> None:
     """3.12+ copies a short ``return`` tail into both arms of a conditional expression; the same machinery (both
     paths end in a return, the returned value is the cond's result) traces an early return."""
     compiled_equals_eager(early_return, np.arange(1.0, 4.0), s)
+
+
+def _histogram_loop(x: np.ndarray, nb: int, lo: float, hi: float) -> np.ndarray:
+    h = np.zeros(nb, np.int64)
+    w = (hi - lo) / nb
+    for v in x:
+        b = int((v - lo) / w)
+        if 0 <= b < nb:
+            h[b] += 1
+        elif v == hi:
+            h[nb - 1] += 1
+    return h
+
+
+def test_if_elif_ending_a_for_body_is_not_an_internal_error() -> None:
+    """Found by a probe corpus: the ``elif``'s paths meet at the loop head, before the outer ``if``; the outer path
+    stepped on into the loop's FOR_ITER, traced it as a new loop, and so on until a RecursionError (an internal
+    tracer error, run eagerly). Now the path ends there and the ``if`` gets an ordinary break reason."""
+    compiled = jitgraph.compile(_histogram_loop, cache=False)
+    x = np.linspace(-1, 2, 31)
+    np.testing.assert_array_equal(compiled(x, 5, 0.0, 1.0), _histogram_loop(x, 5, 0.0, 1.0))
+    reasons = [str(r) for r in compiled.break_reasons()]
+    assert not any("internal" in r or "Recursion" in r for r in reasons), reasons
