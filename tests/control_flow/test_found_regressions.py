@@ -6,6 +6,7 @@ tracer crash) fails too.
 * a walrus in a ``while`` condition hung (the assigned name was not carried, so the loop never ended);
 * a conditional expression on a traced Python float crashed the tracer (its value, left on the stack, was lost);
 * a Python ``int`` accumulated with NumPy scalars in a loop region was widened to int64 instead of NEP 50's int8.
+* an ``if``/``elif`` ending a ``for`` body traced the loop's FOR_ITER again from the ``if``'s path, without end.
 """
 
 from __future__ import annotations
