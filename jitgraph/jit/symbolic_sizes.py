@@ -36,8 +36,9 @@ from typing import Any
 
 from jitgraph.ir.graph import Graph
 from jitgraph.ir.instantiate import expression_dims, instantiate, same_graph, symbols_of
-from jitgraph.ir.symbols import Sym
+from jitgraph.ir.symbols import Sym, SymExpr
 from jitgraph.tracer.trace import TraceResult, trace
+from jitgraph.tracer.values import ViewStep
 
 log = logging.getLogger("jitgraph.recompiles")
 
@@ -188,11 +189,17 @@ def _refusal(result: TraceResult) -> str | None:
 
 
 def _holds_symbol(value: Any, depth: int = 0) -> bool:
-    """Whether a symbol sits in an output spec (nested tuples and lists): only the graph is instantiated."""
-    if type(value) is Sym:
+    """Whether a symbol sits in an output spec (nested tuples and lists, and the attributes of the view steps of a
+    returned view: ``x.reshape(B, T, 2, 4)``): only the graph is instantiated. A spec too deep to search is taken
+    to hold one."""
+    if type(value) is Sym or type(value) is SymExpr:
         return True
-    if isinstance(value, tuple | list) and depth < 32:
+    if depth >= 32:
+        return isinstance(value, tuple | list | dict | ViewStep)
+    if isinstance(value, ViewStep):
+        return _holds_symbol(value.attrs, depth + 1)
+    if isinstance(value, tuple | list):
         return any(_holds_symbol(v, depth + 1) for v in value)
-    if isinstance(value, dict) and depth < 32:
+    if isinstance(value, dict):
         return any(_holds_symbol(v, depth + 1) for v in value.values())
     return False
