@@ -316,7 +316,7 @@ def _split_heads(x):
 
 
 def _reshape_view(x):
-    b, t, d = x.shape
+    b, t, _ = x.shape
     return x.reshape(b, t, 2, 4)
 
 
