@@ -7,8 +7,8 @@ on a scalar runs before the kernel that performs an earlier update; a kernel may
 then fail on a later element), so when it raises, the driver reruns the call eagerly, and NumPy performs exactly
 its own effects and raises its own exception. The rerun needs the arguments as they were before the call:
 
-* ``FAST``: nothing to do -- the graph cannot raise on its data, or it mutates no argument (then a raise has no
-  effects to order, and it is the same error NumPy raises);
+* ``FAST``: nothing to do -- the graph cannot raise on its data, or it mutates no argument and replays no store to
+  an object (then a raise has no effects to order, and it is the same error NumPy raises);
 * ``RERUN``: every node that may raise runs before the first node that reads (so may write) a mutated argument,
   so a raise leaves the arguments untouched: rerun eagerly, no copy (a check on ``1 - beta ** t`` before an
   optimizer's update kernel: the common case, and it costs nothing until it raises);
@@ -32,13 +32,19 @@ from jitgraph.ir.graph import Graph, Node, may_raise
 FAST, RERUN, SNAPSHOT = "fast", "rerun", "snapshot"
 
 
-def raise_policy(graph: Graph, traced_may_raise: Any = None) -> str:
-    """FAST, RERUN or SNAPSHOT for the lowered ``graph`` (the one the backend runs, in node order)."""
+def raise_policy(graph: Graph, traced_may_raise: Any = None, object_effects: bool = False) -> str:
+    """FAST, RERUN or SNAPSHOT for the lowered ``graph`` (the one the backend runs, in node order); ``object_effects``:
+    the entry replays stores to objects after the graph (``h.append(t)``, ``self.t = t``)."""
     if not graph.mutations:
         # A check that asks for the eager run (a Python int beyond int64) needs the driver's handler even with
-        # nothing to undo: its exception is not the one NumPy raises, the eager run gives Python's answer.
-        return RERUN if any(_reruns(n) for n in graph.nodes) else FAST
-    raising = [k for k, n in enumerate(graph.nodes) if _raises(n)]
+        # nothing to undo: its exception is not the one NumPy raises, the eager run gives Python's answer. So do
+        # replayed stores: eager code makes the ones before its error, and a graph that raises replays none.
+        if any(_reruns(n) for n in graph.nodes):
+            return RERUN
+        if object_effects and (traced_may_raise or any(_raises(n, True) for n in graph.nodes)):
+            return RERUN
+        return FAST
+    raising = [k for k, n in enumerate(graph.nodes) if _raises(n, object_effects)]
     if not raising:
         # The tracer saw a node that may raise and the lowered graph shows none: trust neither, copy.
         return SNAPSHOT if traced_may_raise else FAST
@@ -55,12 +61,21 @@ def _reruns(node: Node) -> bool:
     return any(_reruns(n) for region in node.regions for n in region.nodes)
 
 
-def _raises(node: Node) -> bool:
+def _raises(node: Node, scalar_indices: bool = False) -> bool:
+    """Whether ``node`` may raise on its data. ``scalar_indices``: count reads and writes at a computed scalar
+    index (``a[x[i]]`` in a loop) too, which the backend checks and which raise IndexError. Their partial effects
+    on arrays are eager's own (a loop runs in eager's order), so they matter only where stores to objects are
+    replayed after the graph: a raise there must rerun eagerly, or the stores before it would be lost."""
     if may_raise(node):
         return True
     if node.regions:
-        return any(_raises(n) for region in node.regions for n in region.nodes)
-    return node.op in ("setitem", "scatter_add") and any(getattr(i.type, "ndim", 0) > 0 for i in node.inputs[2:])
+        return any(_raises(n, scalar_indices) for region in node.regions for n in region.nodes)
+    if node.op in ("getitem", "setitem", "scatter_add"):
+        indices = node.inputs[1:] if node.op == "getitem" else node.inputs[2:]
+        if any(getattr(i.type, "ndim", 0) > 0 for i in indices) and node.op != "getitem":
+            return True
+        return scalar_indices and any(i.op != "const" for i in indices)
+    return False
 
 
 def snapshot(leaves: list[Any], indices: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -88,7 +88,8 @@ class Entry:
             self.times["backend"] = stage.seconds
             self.compiled, self.build, self.mode = stage.artifact, stage.build, "graph"
             self.mutated = tuple(i for i, _ in lowered.graph.mutations)
-            self.on_raise = raise_policy(lowered.graph, self.traced.result.extra.get("may_raise"))
+            self.on_raise = raise_policy(lowered.graph, self.traced.result.extra.get("may_raise"),
+                                         bool(self.traced.object_effects))
             self.fast = self.on_raise == FAST
 
     def demote(self, reason: BreakReason) -> None:

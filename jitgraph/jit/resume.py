@@ -93,7 +93,8 @@ class _Variant:
                 self.lowered[s] = graph
             part = self.parts[s] = get_backend(self.owner.backend)(graph, self.owner.options)
             if s == len(self.plan.segments) - 1 and self.pending is None:
-                self.policy = raise_policy(graph, self.result.extra.get("may_raise"))
+                self.policy = raise_policy(graph, self.result.extra.get("may_raise"),
+                                           bool(self.result.extra.get("side_effects")))
         return part
 
 

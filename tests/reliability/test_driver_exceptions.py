@@ -200,3 +200,81 @@ def test_a_first_run_that_fails_in_the_backend_runs_the_call_once(monkeypatch: p
     for _ in range(2):
         same_as_eager(increment_then_store, f, lambda: (np.zeros(3), np.array([0, 1])))
     assert [e.mode for e in f.entries] == ["eager"]
+
+
+class _Holder:
+    pass
+
+
+def _append_then_divide(x, h):
+    t = float(x.sum())
+    h.append(t)
+    return 1.0 / t
+
+
+def _store_then_divide(x, o):
+    t = float(x.sum())
+    o.t = t
+    return 1.0 / t
+
+
+def _append_then_gather_in_loop(x, h):
+    h.append(1)
+    out = np.zeros(3)
+    for i in range(len(x)):
+        out[i] = np.arange(5.0)[x[i]]
+    return out
+
+
+def _append_then_solve(x, h):
+    h.append(1)
+    return np.linalg.solve(x, np.ones(2))
+
+
+def _append_update_then_gather(x, w, h):
+    h.append(float(w.sum()))
+    for i in range(len(x)):
+        w[i] += np.arange(5.0)[x[i]]
+    return w
+
+
+def _state(value):
+    return vars(value) if isinstance(value, _Holder) else value
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("fn", "make_state", "good", "bad"), [
+    (_append_then_divide, list, [1.0, 2.0], [1.0, -1.0]),
+    (_store_then_divide, _Holder, [1.0, 2.0], [1.0, -1.0]),
+    (_append_then_gather_in_loop, list, [0, 1, 2], [0, 7, 2]),
+    (_append_then_solve, list, [[2.0, 1.0], [1.0, 3.0]], [[1.0, 2.0], [2.0, 4.0]]),
+], ids=lambda v: getattr(v, "__name__", None) or "")
+def test_object_stores_before_a_data_error_are_made(fn, make_state, good, bad, backend):
+    """Found by a probe corpus: a graph that writes no argument array was FAST, so its data error reached the
+    caller straight from the graph, and the stores to objects before it -- replayed only after a graph that
+    returns -- were lost (``h.append(t); return 1.0 / t`` left ``h`` empty). Replayed stores now make such a graph
+    rerun eagerly when it raises, counting reads at a computed scalar index (``a[x[i]]``) as raising too."""
+    compiled = jitgraph.compile(fn, backend=backend, cache=False)
+    for _ in range(3):
+        for values in (good, bad):
+            eager_state, jit_state = make_state(), make_state()
+            want, want_exc = outcome(fn, (np.array(values), eager_state))
+            got, got_exc = outcome(compiled, (np.array(values), jit_state))
+            assert (got_exc is None) == (want_exc is None) and type(got) is type(want)
+            if want_exc is not None:
+                assert got_exc.split(":")[0] == want_exc.split(":")[0]
+            assert repr(_state(jit_state)) == repr(_state(eager_state))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_object_store_and_array_update_before_an_index_error(backend):
+    compiled = jitgraph.compile(_append_update_then_gather, backend=backend, cache=False)
+    for _ in range(3):
+        for x in ([0, 1, 2], [0, 9, 2]):
+            eager = (np.array(x), np.ones(3), [])
+            jit = (np.array(x), np.ones(3), [])
+            _, want_exc = outcome(_append_update_then_gather, eager)
+            _, got_exc = outcome(compiled, jit)
+            assert (got_exc is None) == (want_exc is None)
+            np.testing.assert_array_equal(jit[1], eager[1])
+            assert jit[2] == eager[2]
