@@ -235,7 +235,8 @@ class Lowered:
         build = build_output(traced.out_spec, traced.guards.constants, device)
         if traced.object_effects:
             build = with_side_effects(build, replayer(traced.object_effects, traced.guards.constants,
-                                                      lambda spec, k: build_output(spec, k, device)))
+                                                      lambda spec, k: build_output(spec, k, device),
+                                                      traced.result.extra.get("returned_effects")))
         return Compiled(self, artifact, build, seconds)
 
     def __str__(self) -> str:
@@ -319,7 +320,8 @@ def result_builder(backend: str) -> Callable[[TraceResult], Callable[..., Any]]:
         effects = result.extra.get("side_effects")
         if effects:
             build = with_side_effects(build, replayer(effects, result.guards.constants,
-                                                      lambda spec, k: build_output(spec, k, device)))
+                                                      lambda spec, k: build_output(spec, k, device),
+                                                      result.extra.get("returned_effects")))
         return build
 
     return make
@@ -331,7 +333,7 @@ def with_side_effects(build: Callable[..., Any], apply: Callable[..., None]) -> 
 
     def build_and_apply(o: Any, leaves: list[Any], a: tuple, kw: dict[str, Any]) -> Any:
         result = build(o, leaves, a, kw)
-        apply(o, leaves, a, kw)
+        apply(o, leaves, a, kw, result)
         return result
 
     return build_and_apply

@@ -217,6 +217,35 @@ class SideEffects:
         return out
 
 
+def returned_paths(effects: list[Effect], result: Any) -> dict[Any, tuple[int, ...]]:
+    """The stores whose value *is* the return value, or an element of a returned tuple or list (``self.h = [...];
+    return self.h``, ``obj["v"] = x[::2]; return obj["v"]``): ``{effect index: path}`` (``()`` the value itself,
+    ``(i,)`` element ``i``), or for an item of a dict or list whose contents the replay rewrites,
+    ``{(effect index, key): path}``. The replay stores the very object the call returns there, as eager code does, not a
+    second one built from the same spec (a list appended to afterwards must be the stored list)."""
+    found: dict[Any, tuple[int, ...]] = {}
+    elements = list(result) if type(result) in (tuple, list) else []
+
+    def path_of(value: Any) -> tuple[int, ...] | None:
+        if value is result:
+            return ()
+        index = next((i for i, r in enumerate(elements) if r is value), None)
+        return None if index is None else (index,)
+
+    for k, e in enumerate(effects):
+        if e.kind in ("attr", "global"):
+            path = path_of(e.value)
+            if path is not None:
+                found[k] = path
+        elif e.kind == "contents":  # an item stored into a dict or list: ``(effect index, key)``
+            items = e.value.items() if isinstance(e.value, dict) else enumerate(e.value)
+            for key, value in items:
+                path = path_of(value)
+                if path is not None:
+                    found[(k, key)] = path
+    return found
+
+
 def _hashable(path: Any) -> Any:
     """A view's path as a memo key: slices are unhashable before Python 3.12 (``self.c = Vt[:k]``)."""
     try:
@@ -328,16 +357,26 @@ def _is_slot_of(klass: type, name: str, raw: Any) -> bool:
 
 
 def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[Any],
-             build: Callable[[Any, list[Any]], Callable[..., Any]]) -> Callable[..., None]:
-    """``apply(outs, leaves, args, kwargs)`` for finished effects: every target and value is computed first (from
-    the state before the call, as the trace read it), then every store is made, in order. Generated as one Python
+             build: Callable[[Any, list[Any]], Callable[..., Any]],
+             returned: dict[Any, tuple[int, ...]] | None = None) -> Callable[..., None]:
+    """``apply(outs, leaves, args, kwargs, result)`` for finished effects: every target and value is computed first
+    (from the state before the call, as the trace read it), then every store is made, in order. A store of the
+    returned object (``returned``: :func:`returned_paths`) stores ``result`` itself. Generated as one Python
     function (a store costs what ``obj.name = value`` costs), like the guards."""
     namespace: dict[str, Any] = {"K": constants}
     targets, values, stores = [], [], []
+    returned = returned or {}
     for k, (kind, code, name, value_spec) in enumerate(effects):
-        namespace[f"B{k}"] = build(value_spec, constants)
         targets.append(f"    t{k} = {code}")
-        values.append(f"    v{k} = B{k}(o, leaves, A, KW)")
+        if k in returned:
+            values.append(f"    v{k} = R" + "".join(f"[{i}]" for i in returned[k]))
+        else:
+            namespace[f"B{k}"] = build(value_spec, constants)
+            values.append(f"    v{k} = B{k}(o, leaves, A, KW)")
+        for j, (key, path) in enumerate((key[1], path) for key, path in returned.items()
+                                        if type(key) is tuple and key[0] == k):
+            namespace[f"KEY{k}_{j}"] = key
+            values.append(f"    v{k}[KEY{k}_{j}] = R" + "".join(f"[{i}]" for i in path))
         if kind == "attr":
             stores.append(f"    t{k}.{name} = v{k}" if name and name.isidentifier() and not keyword.iskeyword(name)
                           else f"    setattr(t{k}, {name!r}, v{k})")
@@ -348,6 +387,6 @@ def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[An
         else:
             stores.append(f"    if type(t{k}) is list:\n        t{k}[:] = v{k}\n    else:\n        t{k}.clear()\n"
                           f"        t{k}.update(v{k})")
-    source = "\n".join(["def apply(o, leaves, A, KW):", *targets, *values, *stores])
+    source = "\n".join(["def apply(o, leaves, A, KW, R=None):", *targets, *values, *stores])
     exec(compile(source, "<jitgraph side effects>", "exec"), namespace)  # noqa: S102 - generated replay code
     return namespace["apply"]

@@ -18,6 +18,7 @@ from jitgraph.tracer.frame import run_frame
 from jitgraph.tracer.guards import GuardSet, Source
 from jitgraph.tracer.keys import is_namedtuple
 from jitgraph.tracer.resume import ResumeState, Retry, Suspend, retry_if_lazy
+from jitgraph.tracer.side_effects import returned_paths
 from jitgraph.tracer.split import split_graph
 from jitgraph.tracer.values import TArray, Yielded, is_plain
 
@@ -133,6 +134,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         tx.side_effects.check_selections(tx, result)
         spec = _output_spec(tx, result, outputs)
         effects = tx.side_effects.finish(tx, lambda v: _output_spec(tx, v, outputs)) if tx.side_effects else []
+        returned = returned_paths(tx.side_effects.effects, result) if effects else {}
         mutations = [(b.input_index, b.node) for b in tx.buffers
                      if b.input_index is not None and b.node is not tx.builder.inputs[b.input_index]]
         full = tx.builder.build(outputs, mutations)
@@ -145,7 +147,7 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
         brk = None
     except GraphBreak as exc:
         retry_if_lazy(tx)
-        graph, spec, brk, effects, plan = None, None, exc, [], None
+        graph, spec, brk, effects, plan, returned = None, None, exc, [], None, {}
     extra: dict[str, Any] = {"leaf_names": _leaf_names(tx)}
     if plan is not None:
         extra["split"] = plan
@@ -153,6 +155,8 @@ def _trace_pass(fn: Any, args: tuple, kwargs: dict[str, Any], dynamic_sources: f
             extra["nodes"] = tx.builder.nodes
     if effects:
         extra["side_effects"] = effects
+        if returned:
+            extra["returned_effects"] = returned
         if tx.side_effects.candidates - dynamic_sources:
             extra["dynamic_candidates"] = tx.side_effects.candidates | dynamic_sources
     if graph is not None:

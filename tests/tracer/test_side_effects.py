@@ -172,3 +172,46 @@ def test_clock_readings_and_seeding_split(fn) -> None:
 
 def test_comparing_python_float_arguments_gives_a_python_bool() -> None:
     run_both(lambda a: (a >= 0, a < -1.0), 1.5)
+
+
+def _store_view_in_dict(obj, x):
+    obj["v"] = x[::2]
+    return obj["v"]
+
+
+def _store_transpose_on_attr(box, x):
+    box.xv = x.reshape(2, -1).T
+    return box.xv
+
+
+def _store_list_on_attr(box, x):
+    box.h = [x * 2, x + 1]
+    return box.h
+
+
+def _store_two_return_pair(box, x):
+    box.a = x * 2
+    box.b = x[1:]
+    return box.a, box.b, x[1:]
+
+
+@pytest.mark.parametrize(("fn", "make", "stored"), [
+    (_store_view_in_dict, dict, lambda o, r: o["v"] is r),
+    (_store_transpose_on_attr, Box, lambda o, r: o.xv is r),
+    (_store_list_on_attr, Box, lambda o, r: o.h is r),
+    (_store_two_return_pair, Box, lambda o, r: (o.a is r[0], o.b is r[1], o.b is r[2])),
+], ids=["dict_view", "attr_view", "attr_list", "pair"])
+def test_a_stored_and_returned_object_is_one_object(fn, make, stored):
+    """Found by a probe corpus: the replay built the stored value and the result built the return value, each from
+    the same spec, so ``self.h = [...]; return self.h`` returned a second list (the caller's ``result.append(0)``
+    did not reach ``self.h``) and a stored view was another view object. The replay now stores the returned object;
+    a value that is only equal (``x[1:]`` sliced twice) stays a separate object, as in NumPy."""
+    compiled = jitgraph.compile(fn, cache=False)
+    for _ in range(3):
+        eager_obj, jit_obj = make(), make()
+        want, got = fn(eager_obj, np.arange(6.0)), compiled(jit_obj, np.arange(6.0))
+        assert stored(jit_obj, got) == stored(eager_obj, want)
+        if isinstance(want, list):
+            want.append(0)
+            got.append(0)
+            assert len(jit_obj.h) == len(eager_obj.h) == 3
