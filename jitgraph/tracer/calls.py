@@ -363,6 +363,23 @@ def _guard_not_shadowed(tx: TraceContext, attr: Source, obj: Source, raw: Any) -
     tx.guards.add(f"{attr.code}.__func__ is {func}{own}", f"{attr.name} is the class's method")
 
 
+def _generator_method(tx: TraceContext, gen: Any, name: str) -> Any:
+    """``rng.random`` of a generator passed in or kept on an object (``dropout(x, rng)``, ``self.rng``): its bound
+    method, which the split (split.py) runs eagerly between two graphs. A generator reached through the arguments
+    is guarded on its identity, so the cached call draws from the very generator it was passed (another generator
+    is a recompile); a global one on its type (the split looks the global up at each call)."""
+    source = tx.source_of(gen)
+    if source is None:
+        tx.graph_break(f"{type(gen).__name__}.{name} of a generator the tracer cannot guard on")
+    if "A[" in source.code or "KW[" in source.code:
+        tx.guards.identity(source, gen)
+        tx.keep(gen)
+    else:  # a global: the split looks it up at each call (it may be rebound), so only its type is fixed
+        tx.guards.add(f"type({source.code}) is {tx.guards.const(type(gen))}",
+                      f"type({source.name}) is {type(gen).__name__}")
+    return getattr(gen, name)
+
+
 def _instance_attr(tx: TraceContext, obj: Any, name: str) -> Any:
     if tx.side_effects.has_attr(obj, name):  # stored earlier in this trace: the stored value, as eager reads it
         return tx.side_effects.attr(obj, name)
@@ -374,6 +391,8 @@ def _instance_attr(tx: TraceContext, obj: Any, name: str) -> Any:
         return call(tx, raw.fget, [obj], {})
     if raw is not None and hasattr(type(raw), "__set__") and not isinstance(raw, types.FunctionType):
         tx.graph_break(f"attribute {name!r} is a data descriptor ({type(raw).__name__})")
+    if isinstance(obj, np.random.RandomState | np.random.Generator) and callable(getattr(obj, name, None)):
+        return _generator_method(tx, obj, name)
     if not instance_dicts.has_instance_dict(obj):
         tx.graph_break(f"attribute {name!r} of a {cls.__name__} object without __dict__")
     source = tx.source_of(obj) or tx.const_source(obj)

@@ -101,11 +101,16 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
     owner = fn.self_ if isinstance(fn, BoundMethod) else getattr(fn, "__self__", None)
     if owner is not None and owner is not np.random.mtrand._rand and not isinstance(owner, types.ModuleType):
         # A logger or generator: looked up at each call where the trace found it (a global), since the global
-        # may be rebound; one reached through the arguments is not cut (the call sees leaves only).
+        # may be rebound; a generator reached through the arguments is the guarded object itself; anything else
+        # reached through them is not cut (the call sees leaves only).
         source = tx.source_of(owner)
-        if source is None or "A[" in source.code or "KW[" in source.code:
+        through_arguments = source is not None and ("A[" in source.code or "KW[" in source.code)
+        if through_arguments and isinstance(owner, np.random.RandomState | np.random.Generator):
+            callee = ("const", fn)  # the trace is guarded on this generator's identity (calls._generator_method)
+        elif source is None or through_arguments:
             return NOT_CUT
-        callee = ("method", source.code, fn.func.__name__ if isinstance(fn, BoundMethod) else fn.__name__)
+        else:
+            callee = ("method", source.code, fn.func.__name__ if isinstance(fn, BoundMethod) else fn.__name__)
     nodes: list[Node] = []
     arg_specs = tuple(spec_of(tx, v, nodes) for v in args)
     kw_specs = {k: spec_of(tx, v, nodes) for k, v in kwargs.items()}

@@ -253,3 +253,71 @@ def test_a_call_inside_a_data_dependent_branch_splits_at_the_branch() -> None:
     assert f.cache_info().fallbacks == 0 and not f.break_reasons()
     reasons = [str(r) for r in f.explain().split_reasons]
     assert "data-dependent branch" in reasons[0] and any("LAPACK" in r for r in reasons)
+
+
+def _dropout_arg(x, rng, p):
+    keep = rng.random(x.shape) >= p
+    return np.where(keep, x / (1 - p), 0.0).sum(1)
+
+
+def _randomstate_arg(x, rs):
+    return (x * rs.rand(*x.shape)).sum(0)
+
+
+class _Dropout:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def forward(self, x):
+        mask = self.rng.random(x.shape) >= 0.5
+        return np.where(mask, x * 2.0, 0.0)
+
+
+RNG = np.random.default_rng(0)
+
+
+def _dropout_global(x):
+    return np.where(RNG.random(x.shape) >= 0.5, x, 0.0).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpu"])
+def test_draw_from_a_generator_argument_or_attribute_splits(backend) -> None:
+    """Found by a probe corpus: ``rng.random(shape)`` on a Generator passed in (``dropout(x, rng)``), a RandomState
+    passed in, or one kept on ``self`` ran the whole call eagerly ("attribute 'random' of a Generator object
+    without __dict__"), where the README promised a split. Each now splits around the draw, drawing from the very
+    generator the call was passed (identity-guarded: another generator is a recompile), so values and generator
+    states equal eager's."""
+    x = np.arange(12.0).reshape(3, 4) + 1
+    f = jitgraph.compile(_dropout_arg, backend=backend, cache=False)
+    ge, gc = np.random.default_rng(5), np.random.default_rng(5)
+    for _ in range(4):
+        np.testing.assert_allclose(f(x, gc, 0.3), _dropout_arg(x, ge, 0.3), rtol=1e-12)
+    assert gc.bit_generator.state == ge.bit_generator.state
+    assert f.cache_info().fallbacks == 0 and f.cache_info().hits == 3
+    other_e, other_c = np.random.default_rng(9), np.random.default_rng(9)
+    np.testing.assert_allclose(f(x, other_c, 0.3), _dropout_arg(x, other_e, 0.3), rtol=1e-12)
+    assert f.cache_info().fallbacks == 0 and len(f.entries) == 2
+
+    r = jitgraph.compile(_randomstate_arg, backend=backend, cache=False)
+    re_, rc = np.random.RandomState(3), np.random.RandomState(3)
+    for _ in range(3):
+        np.testing.assert_allclose(r(x, rc), _randomstate_arg(x, re_), rtol=1e-12)
+    assert r.cache_info().fallbacks == 0
+
+    eager_layer, jit_layer = _Dropout(4), _Dropout(4)
+    m = jitgraph.compile(jit_layer.forward, backend=backend, cache=False)
+    for _ in range(3):
+        np.testing.assert_array_equal(m(x), eager_layer.forward(x))
+    assert m.cache_info().fallbacks == 0 and m.cache_info().hits == 2
+
+
+def test_draw_from_a_rebound_global_generator_uses_the_new_one() -> None:
+    global RNG
+    f = jitgraph.compile(_dropout_global, cache=False)
+    x = np.arange(8.0)
+    for seed in range(4):
+        RNG = np.random.default_rng(seed)
+        want = _dropout_global(x)
+        RNG = np.random.default_rng(seed)
+        assert f(x) == pytest.approx(want, rel=1e-12)
+    assert f.cache_info().fallbacks == 0 and len(f.entries) == 1
