@@ -193,6 +193,30 @@ def _stack_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> lis
     return [e.op("getitem", g, spec=(slice(None),) * axis + (i,)) if want else None for i, want in enumerate(wants)]
 
 
+def _cumsum_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> list[Node | None]:
+    """Each input element reaches every later output along the axis: the cotangent summed from the end, a cumsum of
+    the reversed cotangent reversed back (``axis=None`` scanned the flattened input)."""
+    x = node.inputs[0]
+    axis = node.attrs["axis"]
+    a = 0 if axis is None else int(axis) % len(shape_of(x))
+    flip = (slice(None),) * a + (slice(None, None, -1),)
+    back = e.op("getitem", e.op("cumsum", e.op("getitem", g, spec=flip), axis=a), spec=flip)
+    return [e.reshape(back, shape_of(x))]
+
+
+def _solve_rule(e: Emitter, node: Node, g: Node, wants: tuple[bool, ...]) -> list[Node | None]:
+    """``x = solve(A, b)``: ``gb = solve(A.T, g)``, ``gA = -gb x.T`` (``-outer(gb, x)`` for a vector ``b``)."""
+    a, b = node.inputs
+    if len(shape_of(a)) != 2:
+        raise NotImplementedError("a stack of matrices (only one 2-D matrix is differentiated)")
+    gb = e.op("solve", e.transpose(a, (1, 0)), g)
+    ga = None
+    if wants[0]:
+        ga = e.neg(e.op("outer", gb, node) if len(shape_of(b)) == 1 else
+                   e.op("matmul", gb, e.transpose(node, (1, 0))))
+    return [ga, gb if wants[1] else None]
+
+
 # ---- indexing -------------------------------------------------------------------------------------------------
 def _is_gather(node: Node, first_operand: int) -> bool:
     return any(len(shape_of(i)) > 0 for i in node.inputs[first_operand:])
@@ -251,4 +275,6 @@ STRUCTURAL_VJP: dict[str, Rule] = {
     "getitem": _getitem_rule,
     "setitem": _setitem_rule,
     "scatter_add": _scatter_add_rule,
+    "cumsum": _cumsum_rule,
+    "solve": _solve_rule,
 }

@@ -143,6 +143,17 @@ def test_shapes() -> None:
     check_grad(lambda x: np.squeeze(x[None]) * 2.0 + np.expand_dims(x, 0).sum(axis=0), u(3, 2))
 
 
+def test_cumsum_and_solve() -> None:
+    """Found missing by a probe corpus (DifferentiationError for a cumulative sum and a linear solve)."""
+    w = u(3, 4)
+    check_grad(lambda x: np.cumsum(x, axis=1) * w, u(3, 4))
+    check_grad(lambda x: np.cumsum(x, axis=0) * w, u(3, 4))
+    check_grad(lambda x: np.cumsum(x) * w.ravel(), u(3, 4))
+    a = u(3, 3) + 3.0 * np.eye(3)
+    check_grad(lambda a, b: np.linalg.solve(a, b) * np.arange(1.0, 4.0), a, u(3))
+    check_grad(lambda a, b: np.linalg.solve(a, b) * w[:, :2], a, u(3, 2))
+
+
 def test_indexing() -> None:
     check_grad(lambda x: x[1:3, ::2] * 2.0, u(4, 5))
     check_grad(lambda x: x[::-1, 1], u(4, 5))
@@ -194,7 +205,7 @@ def test_every_rule_is_exercised() -> None:
     covered = set(UNARY) | set(BINARY) | {"where", "clip", "copy", "astype", "sum", "mean", "max", "min", "prod",
                                           "var", "std", "matmul", "dot", "outer", "einsum", "reshape", "transpose",
                                           "broadcast_to", "concatenate", "stack", "getitem", "setitem",
-                                          "scatter_add"}
+                                          "scatter_add", "cumsum", "solve"}
     elsewhere = {"tuple_get", "check", "to_python", "loop", "cond", "while"}  # tests/autodiff/test_control_flow.py
     missing = set(VJP) - covered - elsewhere
     assert not missing, f"rules without a finite-difference case: {sorted(missing)}"
