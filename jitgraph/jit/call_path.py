@@ -142,7 +142,7 @@ class CallPath:
         entry, all_leaves = found
         next(self._hits)
         if entry.fast:
-            return entry.build(entry.compiled(all_leaves), all_leaves, args, kwargs)
+            return self._run_fast(entry, all_leaves, args, kwargs, user_args, user_kwargs)
         return self._run_slow(entry, all_leaves, args, kwargs, user_args, user_kwargs)
 
     def _find(self, key: tuple, leaves: list[Any], args: tuple, kwargs: dict[str, Any]

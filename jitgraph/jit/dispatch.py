@@ -211,7 +211,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         w.lines.append("    A, KW = view(UA, UKW, DYNAMIC)")
     if guarded is not None:
         w.guards(entry)
-    w.ns.update(E=entry, HITS=hits, SLOW=slow)
+    w.ns.update(E=entry, HITS=hits, SLOW=slow, RAISED=slow.__self__._raised)
     eager = _eager_lines(w, slow, pa, pk)
     # An entry that takes every call of its key (a catch-all, a demoted one: hot_recompiles.py) runs eagerly: its
     # hit calls the function first, without the leaves list the graph paths need (~0.05 us of a ~1 us call).
@@ -222,7 +222,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         w.lines += ["    next(HITS)", *eager]
     w.aliasing(alias, exact=alias is not None)
     ba, bk = ("A", "KW") if given is None else (pa, pk)  # the arguments as the graph sees them (ints wrapped)
-    direct = _direct_lines(entry, w, ba, bk, alias)
+    direct = _direct_lines(entry, w, ba, bk, alias, f"return RAISED(E, exc, {pa}, {pk})")
     if checked is not None and direct:
         w.lines += _program_lines(entry, w, checked)
     if w.deferred:
@@ -230,7 +230,8 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     if not eager_first:
         w.lines.append("    next(HITS)")
     w.lines += direct
-    w.lines += [leaves, "    if E.fast:", f"        return E.build(E.compiled(leaves), leaves, {ba}, {bk})"]
+    w.lines += [leaves, "    if E.fast:", *_caught(["        o = E.compiled(leaves)"], f"return RAISED(E, exc, {pa}, {pk})"),
+                f"        return E.build(o, leaves, {ba}, {bk})"]
     w.lines += [] if eager_first else eager
     w.lines.append(f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})")
     return w
@@ -253,7 +254,15 @@ def _eager_lines(w: Writer, slow: Callable[..., Any], pa: str, pk: str) -> list[
             f"        return FN{pa}" if pa.startswith("(") else f"        return FN(*{pa}, **{pk})"]  # kw: empty there
 
 
-def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str, alias: Any) -> list[str]:
+def _caught(lines: list[str], handler: str) -> list[str]:
+    """``lines`` (a graph's run, indented for the ``if`` they sit in) inside ``try``, the raise handed to the
+    driver (``RAISED``: the caller's error, or an eager rerun where the entry's policy is RERUN, effects.py). Only
+    the run: a miss or a result builder inside would have its errors taken for the graph's."""
+    return ["        try:", *("    " + line for line in lines), "        except Exception as exc:",
+            f"            {handler}"]
+
+
+def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str, alias: Any, handler: str) -> list[str]:
     """The hit of an entry as published, without the layers: the backend's ``run_direct`` callable (the CPU driver
     itself, not the object wrapping it) and, for the usual return values -- an array, or a tuple or list of arrays
     -- the result built inline, where the builder (``tracer.outputs.build_output``) would run a lambda per part.
@@ -274,6 +283,7 @@ def _direct_lines(entry: Entry, w: Writer, ba: str, bk: str, alias: Any) -> list
     head = "    if E.go is COMPILED:  # as published: the driver"
     parts, wrap = _inline_result(entry)
     run, outs = _run_lines(w, w.ns["RUN"], getattr(entry.compiled, "inline_driver", None), w.leaves)
+    run = _caught(run, handler)
     # The driver's outputs: ``o``, or, inlined, by name (the list then built only for the builder).
     made = "o" if outs is None else "[" + ", ".join(outs) + "]"
     build = [f"        leaves = [{', '.join(w.leaves)}]", f"        return BUILD({made}, leaves, {ba}, {bk})"]

@@ -54,6 +54,13 @@ def raise_policy(graph: Graph, traced_may_raise: Any = None, object_effects: boo
     return RERUN if raising[-1] < first_reader else SNAPSHOT
 
 
+def runs_fast(policy: str) -> bool:
+    """Whether an entry with this policy runs on the driver's fast path (the dispatch runner, no Python frame of
+    the driver's own): FAST, and RERUN too, since a raise there needs no copy made before the call -- the fast path
+    catches it and the driver reruns eagerly (``CompiledFunction._raised``). SNAPSHOT copies arguments first."""
+    return policy == FAST or policy == RERUN
+
+
 def _reruns(node: Node) -> bool:
     """A ``check`` that raises :class:`~jitgraph.errors.RerunEagerly`, here or in a region."""
     if node.op == "check" and node.attrs.get("error") == "RerunEagerly":

@@ -14,7 +14,7 @@ from typing import Any
 from jitgraph.backends.base import CompiledGraph
 from jitgraph.ir.graph import Graph
 from jitgraph.jit.breaks import BreakReason
-from jitgraph.jit.effects import FAST, raise_policy
+from jitgraph.jit.effects import FAST, raise_policy, runs_fast
 from jitgraph.jit.stages import Compiled, Lowered, Traced, alias_texts
 from jitgraph.tracer.guards import GuardSet
 
@@ -90,7 +90,7 @@ class Entry:
             self.mutated = tuple(i for i, _ in lowered.graph.mutations)
             self.on_raise = raise_policy(lowered.graph, self.traced.result.extra.get("may_raise"),
                                          bool(self.traced.object_effects))
-            self.fast = self.on_raise == FAST
+            self.fast = runs_fast(self.on_raise)
 
     def demote(self, reason: BreakReason) -> None:
         """Run eagerly from now on (``fast`` first: a thread already past the check still runs the graph)."""

@@ -164,6 +164,24 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
                              lambda: self._fn(*user_args, **user_kwargs), user_args, user_kwargs)
         return self._run_graph(entry, leaves, args, kwargs, user_args, user_kwargs)
 
+    def _run_fast(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
+                  user_kwargs: dict[str, Any]) -> Any:
+        """A ``fast`` entry's run, as the dispatch runners write it out (dispatch.py), for the generic path."""
+        try:
+            outs = entry.compiled(leaves)
+        except Exception as exc:  # noqa: BLE001 - _raised decides: the caller's error, or an eager rerun
+            return self._raised(entry, exc, user_args, user_kwargs)
+        return entry.build(outs, leaves, args, kwargs)
+
+    def _raised(self, entry: Entry, exc: Exception, user_args: tuple, user_kwargs: dict[str, Any]) -> Any:
+        """A ``fast`` entry's graph raised. FAST: the graph mutates nothing and replays nothing, so its error is the
+        caller's as it is (or it cannot raise on its data, and this is a backend bug to report as it is). RERUN:
+        nothing was written before the raise, so the call reruns eagerly (effects.py): NumPy's own error, or
+        Python's answer for a value the graph cannot hold (a RerunEagerly check)."""
+        if entry.device or entry.on_raise != effects.RERUN:
+            raise exc
+        return self._rerun_eagerly(entry, exc, user_args, user_kwargs)
+
     def _run_graph(self, entry: Entry, leaves: list[Any], args: tuple, kwargs: dict[str, Any], user_args: tuple,
                    user_kwargs: dict[str, Any]) -> Any:
         saved = effects.snapshot(leaves, entry.mutated) if entry.on_raise == effects.SNAPSHOT else []
@@ -296,7 +314,7 @@ class CompiledFunction(CallPath, DynamicPolicy, Inspection, functools.partial):
                 return outcome.result
             return self._run_disabled(leaves, outcome.result, user_args, user_kwargs)
         if entry.fast:
-            return entry.build(entry.compiled(leaves), leaves, args, kwargs)
+            return self._run_fast(entry, leaves, args, kwargs, user_args, user_kwargs)
         return self._run_slow(entry, leaves, args, kwargs, user_args, user_kwargs)
 
     def _compile_miss(self, key: tuple, args: tuple, kwargs: dict[str, Any], user_args: tuple,

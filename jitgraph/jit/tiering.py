@@ -12,7 +12,7 @@ hands it to the probe. The probe alternates between the compiled graph and the p
 the switch (worker threads the other side left spinning -- OpenBLAS's after a matrix product -- compete with the
 next parallel kernel for milliseconds; caches hold the other side's data), which a program calling one of them
 again and again does not pay; alternating call by call charged it to every sample. What is timed is what a call would cost either way: for an entry whose graph
-runs on the fast path (``on_raise`` FAST), a runner of its own (dispatch.build_runner over a copy of the entry)
+runs on the fast path (``effects.runs_fast``), a runner of its own (dispatch.build_runner over a copy of the entry)
 that runs the fast path as published (the inline driver call, a BLAS program that checks its own arrays) after
 the entry's checks, against the user's function called alone: once demoted, a function whose every call runs
 eagerly skips the checks (eager mode, eager_mode.py), so what the graph competes with is the function itself.
@@ -62,7 +62,7 @@ from typing import Any
 from jitgraph.config import env_flag, option
 from jitgraph.jit.breaks import BreakReason
 from jitgraph.jit.dispatch import MISS, build_runner
-from jitgraph.jit.effects import FAST
+from jitgraph.jit.effects import runs_fast
 from jitgraph.jit.entries import Entry
 
 log_perf = logging.getLogger("jitgraph.perf")
@@ -217,7 +217,7 @@ class Probe:
             entry.probe = None
             return
         if not compiled or not eager:
-            entry.fast = entry.on_raise == FAST
+            entry.fast = runs_fast(entry.on_raise)
             entry.probe = None
             return
         c, e = statistics.median(compiled), statistics.median(eager)
@@ -233,7 +233,7 @@ class Probe:
         else:
             text = f"measured: compiled {c * 1e6:.1f} us, eager {e * 1e6:.1f} us per call over {counts}; runs compiled"
             entry.measured = text
-            entry.fast = entry.on_raise == FAST
+            entry.fast = runs_fast(entry.on_raise)
             if entry.mode != "graph":  # a failed run demoted it meanwhile (CompiledFunction._demote)
                 entry.fast = False
         entry.probe = None
