@@ -11,6 +11,11 @@ medians of 40-150 steady calls, ``vdivps`` against the products, per 1e7 element
 4.58-4.64 -> 3.56-3.66 ms; 1.5e7 4.7 -> 4.9; 2e7 5.4 -> 5.7; 4e7 (640 MB) 5.9-6.1 -> 6.5-7.4. (An earlier
 measurement on a loaded machine had counted W6's in-place outputs as buffers of their own and kept 1e7 on
 ``vdivps``.)
+
+The cache's size is not the cache one has: on a shared host another tenant may hold most of it, and W6 at 1e7 then
+streams, the products 15% slower than the divider. So a launch of at least ``measured_choice.MIN_ELEMENTS`` that
+would take the products also gets a kernel with the divider only (``KernelSpec.divide``), and the two are timed
+against each other (:mod:`measured_choice`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from jitgraph.backends.cpu import streaming
 from jitgraph.backends.cpu.divisions import product_divisions, products_or_divisions
 from jitgraph.ir.graph import Node
 
-__all__ = ["cached_elements", "flat_body", "flat_lines"]
+__all__ = ["PRODUCTS_MARK", "cached_elements", "flat_body", "flat_lines"]
+
+
+PRODUCTS_MARK = "# in cache: the divider, not memory, bounds the loop"  # a kernel with both loops says so
 
 
 def cached_elements(emit: Any) -> int:
@@ -49,9 +57,8 @@ def flat_body(emit: Any, w: Any, idx: dict[int, str]) -> None:
         emit.loops(w, emit.outer_dims, idx, bool(emit.outer_dims))
         flat_lines(emit, w, idx, fast if products else None)
 
-    if fast:
-        products_or_divisions(w, recips, [f"n0 <= {cached_elements(emit)}"], loop,
-                              "  # in cache: the divider, not memory, bounds the loop")
+    if fast and not emit.spec.divide:
+        products_or_divisions(w, recips, [f"n0 <= {cached_elements(emit)}"], loop, f"  {PRODUCTS_MARK}")
     else:
         loop(False)
 

@@ -67,6 +67,8 @@ class KernelSpec:
     # Reductions over axis 0 of a matrix with more than one column: float32 sums accumulate in float32, row after
     # row, as NumPy's own reduction does there (bit for bit; column_sweep.py).
     narrow_columns: bool = False
+    # float32 divisions by the divider only, where the products would also do (measured_choice.py builds both)
+    divide: bool = False
 
 
 class _Writer:

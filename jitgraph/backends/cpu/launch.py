@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from jitgraph import config
-from jitgraph.backends.cpu import blas, column_sweep, interrupts, streaming, threads
+from jitgraph.backends.cpu import blas, column_sweep, interrupts, measured_choice, streaming, threads
 from jitgraph.backends.cpu import cache as kcache
 from jitgraph.backends.cpu.compile_gc import collector_paused
+from jitgraph.backends.cpu.flat_body import PRODUCTS_MARK
 from jitgraph.backends.cpu.kernel_source import ArrayArg, KernelSpec, kernel_source
 from jitgraph.backends.cpu.launch_source import run_function_source
 from jitgraph.backends.cpu.loop_order import coalesce, loop_order
@@ -91,6 +92,7 @@ class GroupKernel:
         self.prod_output = next((k for k, o in enumerate(self.kernel_outputs) if self.head is not None and o in
                                  self.full and o.type.dtype == self.head.type.dtype), None)
         self.modules: dict[Any, Any] = {}
+        self.both_loops: dict[Any, bool] = {}  # kernels (by key) with the products and the divider loops
         self.source = ""  # the module source of the latest specialisation built (empty until the first call)
         self.times: dict[str, float] = {"codegen": 0.0, "numba": 0.0}  # summed over specialisations
         # ``C -= s * (A @ B)`` written into C: one BLAS gemm with beta = 1 and no kernel (see blas.py).
@@ -239,14 +241,27 @@ class GroupKernel:
         if kernel is None:
             kernel = self._compile(rank, inner_dims, arg_walks, out_arg_walks, alias, stream, narrow)
             self.modules[key] = kernel
+            self.both_loops[key] = PRODUCTS_MARK in self.source
+        divider = None
+        if self.both_loops.get(key) and math.prod(dom) >= measured_choice.MIN_ELEMENTS:
+            # also the divider-only kernel, to time against the products (measured_choice.py)
+            divider = self.modules.get(key + ("divide",))
+            if divider is None:
+                shown = self.source
+                divider = self._compile(rank, inner_dims, arg_walks, out_arg_walks, alias, stream, narrow, True)
+                self.modules[key + ("divide",)] = divider
+                self.source = shown  # explain shows the kernel with both loops
         outer = next((k for k in range(rank) if k not in inner_dims), None)
         n_outer = sizes[outer] if outer is not None else 1
         chunks = threads.chunks(n_outer) if math.prod(dom) >= self.threshold else [(0, n_outer)]
         source, ns = run_function_source(self, operands, sizes, specs_views, out_specs, inplace, targets, chunks,
                                          alias)
-        ns["KERNEL"] = kernel
         filename = f"<jitgraph launch {self.name} #{next(_launch_ids)}>"
-        return Launch(kernel, run_source(source, filename, ns)["run"], source)
+        launch = Launch(kernel, run_source(source, filename, {**ns, "KERNEL": kernel})["run"], source)
+        if divider is None:
+            return launch
+        other = Launch(divider, run_source(source, filename, {**ns, "KERNEL": divider})["run"], source)
+        return measured_choice.MeasuredLaunch(launch, other)  # type: ignore[return-value]
 
     def _store_through(self, operands: Sequence[Any], inplace: Mapping[int, int], targets: list[str | None],
                        views: list, outs: list, arg_walks: list, out_walks: list) -> dict[int, int]:
@@ -295,8 +310,8 @@ class GroupKernel:
         return frozenset(f"o{k}" for k in fresh)
 
     def _compile(self, rank: int, inner: tuple[int, ...], arg_walks: list, out_walks: list,
-                 alias: Mapping[int, int], stream: frozenset[str] = frozenset(), narrow: bool = False
-                 ) -> tuple[Any, Any]:
+                 alias: Mapping[int, int], stream: frozenset[str] = frozenset(), narrow: bool = False,
+                 divide: bool = False) -> tuple[Any, Any]:
         arrays = [ArrayArg(f"a{k}", value, tuple(w)) for k, ((value, _), w) in enumerate(zip(self.uses, arg_walks))]
         outputs = [ArrayArg(f"a{alias[k]}" if k in alias else f"o{k}", o, tuple(w))
                    for k, (o, w) in enumerate(zip(self.kernel_outputs, out_walks))]
@@ -308,7 +323,7 @@ class GroupKernel:
         spec = KernelSpec(self.name, self.body, rank, inner, arrays, scalars, outputs,
                           {n for n in self.full if n in self.info.amap}, self.info.level, self.math,
                           self.math_table, self.head, means,
-                          {key: arrays[k].name for key, k in self.use_of.items()}, stream, narrow)
+                          {key: arrays[k].name for key, k in self.use_of.items()}, stream, narrow, divide)
         source = kernel_source(spec, self.use_cache)
         # Groups with the same body under another name (Adam on each parameter of a model, the same layer twice)
         # share one Numba dispatcher: one compile instead of one per group. The source shown keeps its own name.
