@@ -77,11 +77,10 @@ def _raises(node: Node, scalar_indices: bool = False) -> bool:
         return True
     if node.regions:
         return any(_raises(n, scalar_indices) for region in node.regions for n in region.nodes)
-    if node.op in ("getitem", "setitem", "scatter_add"):
-        indices = node.inputs[1:] if node.op == "getitem" else node.inputs[2:]
-        if any(getattr(i.type, "ndim", 0) > 0 for i in indices) and node.op != "getitem":
-            return True
-        return scalar_indices and any(i.op != "const" for i in indices)
+    if node.op in ("setitem", "scatter_add") and any(getattr(i.type, "ndim", 0) > 0 for i in node.inputs[2:]):
+        return True
+    if scalar_indices and node.op in ("getitem", "setitem", "scatter_add"):
+        return any(i.op != "const" for i in node.inputs[1 if node.op == "getitem" else 2:])
     return False
 
 

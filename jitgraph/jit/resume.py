@@ -208,12 +208,11 @@ class ResumableArtifact:
             if impure[0]:
                 raise
             result = self._eager(args, kwargs)  # NumPy's exception, if it raises, is the caller's
-            if isinstance(exc, RerunEagerly):  # a value only Python represents (errors.RerunEagerly): no failure
-                return _Done(None, None, [], result)
-            if env_flag("JITGRAPH_STRICT"):
-                raise
-            log.warning("jitgraph: a resumed segment of %s failed (%s: %s); the call ran eagerly",
-                        getattr(self.fn, "__qualname__", self.fn), type(exc).__name__, exc)
+            if not isinstance(exc, RerunEagerly):  # a value only Python represents (errors.RerunEagerly): no failure
+                if env_flag("JITGRAPH_STRICT"):
+                    raise
+                log.warning("jitgraph: a resumed segment of %s failed (%s: %s); the call ran eagerly",
+                            getattr(self.fn, "__qualname__", self.fn), type(exc).__name__, exc)
             return _Done(None, None, [], result)
         # No child for this call's value: run it eagerly here, outside the handler above, so that the function's own
         # exception (an ``assert`` on the value) reaches the caller once and is not taken for a segment's failure

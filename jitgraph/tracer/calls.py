@@ -371,7 +371,7 @@ def _generator_method(tx: TraceContext, gen: Any, name: str) -> Any:
     source = tx.source_of(gen)
     if source is None:
         tx.graph_break(f"{type(gen).__name__}.{name} of a generator the tracer cannot guard on")
-    if "A[" in source.code or "KW[" in source.code:
+    if source.through_arguments:
         tx.guards.identity(source, gen)
         tx.keep(gen)
     else:  # a global: the split looks it up at each call (it may be rebound), so only its type is fixed

@@ -34,6 +34,11 @@ class Source:
     code: str
     name: str
 
+    @property
+    def through_arguments(self) -> bool:
+        """Whether the value is reached from the call's arguments (``A[...]``, ``KW[...]``), not a global."""
+        return "A[" in self.code or "KW[" in self.code
+
     def attr(self, attr: str) -> Source:
         """``self.attr``; a name that is not an identifier (``setattr(o, "x-y", v)``) is read with ``getattr``."""
         if attr.isidentifier() and not keyword.iskeyword(attr):

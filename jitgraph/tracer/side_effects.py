@@ -373,9 +373,9 @@ def replayer(effects: list[tuple[str, str, str | None, Any]], constants: list[An
         else:
             namespace[f"B{k}"] = build(value_spec, constants)
             values.append(f"    v{k} = B{k}(o, leaves, A, KW)")
-        for j, (key, path) in enumerate((key[1], path) for key, path in returned.items()
-                                        if type(key) is tuple and key[0] == k):
-            namespace[f"KEY{k}_{j}"] = key
+        items = [(key[1], path) for key, path in returned.items() if type(key) is tuple and key[0] == k]
+        for j, (item, path) in enumerate(items):  # an item of a rewritten dict or list that is returned too
+            namespace[f"KEY{k}_{j}"] = item
             values.append(f"    v{k}[KEY{k}_{j}] = R" + "".join(f"[{i}]" for i in path))
         if kind == "attr":
             stores.append(f"    t{k}.{name} = v{k}" if name and name.isidentifier() and not keyword.iskeyword(name)

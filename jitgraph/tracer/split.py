@@ -104,7 +104,7 @@ def eager_call(tx: TraceContext, fn: Any, args: list[Any], kwargs: dict[str, Any
         # may be rebound; a generator reached through the arguments is the guarded object itself; anything else
         # reached through them is not cut (the call sees leaves only).
         source = tx.source_of(owner)
-        through_arguments = source is not None and ("A[" in source.code or "KW[" in source.code)
+        through_arguments = source is not None and source.through_arguments
         if through_arguments and isinstance(owner, np.random.RandomState | np.random.Generator):
             callee = ("const", fn)  # the trace is guarded on this generator's identity (calls._generator_method)
         elif source is None or through_arguments:
