@@ -102,3 +102,24 @@ def test_a_divider_that_fails_to_compile_leaves_the_products() -> None:
     for _ in range(measured_choice.PERIOD + 20):
         launch.run([])
     assert divider.runs == 0 and launch.chosen_variant() == "products"
+
+
+def test_a_first_call_that_raises_leaves_the_next_call_first() -> None:
+    """The launch's first call compiles (a corrupt cache file is dropped and the call retried, launch.py): a raise
+    there must not move the launch on to measuring a divider that was never compiled."""
+    products, divider = _Variant(0.0), _Variant(0.0)
+    failing = [True]
+
+    def run(operands, serial=False):
+        if failing.pop() if failing else False:
+            raise OSError("truncated cache file")
+        products.runs += 1
+        return operands
+
+    products.run = run
+    launch = MeasuredLaunch(products, divider)
+    with pytest.raises(OSError):
+        launch.run([], True)
+    assert launch.calls == 0
+    launch.run([], True)
+    assert launch.calls == 1 and products.runs == 1 and divider.runs == 0

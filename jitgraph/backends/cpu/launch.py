@@ -386,11 +386,13 @@ class GroupKernel:
                         kcache.drop_numba_cache_of(launch.kernel)
                         result = launch.run(operands, True)
             except BaseException:
-                for k in [k for k, kernel in self.modules.items() if kernel is launch.kernel]:
-                    del self.modules[k]
-                for k in [k for k, kernel in _SHARED.items() if kernel is launch.kernel]:
-                    _SHARED.pop(k, None)
-                kcache.forget_module(launch.kernel)
+                # every kernel of the launch: a measured one's divider may have been compiling (measured_choice.py)
+                for dropped in [v.kernel for v in getattr(launch, "variants", (launch,))]:
+                    for k in [k for k, kernel in self.modules.items() if kernel is dropped]:
+                        del self.modules[k]
+                    for k in [k for k, kernel in _SHARED.items() if kernel is dropped]:
+                        _SHARED.pop(k, None)
+                    kcache.forget_module(dropped)
                 raise
             self.launches[key] = launch
         seconds = time.perf_counter() - start

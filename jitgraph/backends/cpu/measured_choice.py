@@ -38,9 +38,11 @@ class MeasuredLaunch:
 
     def run(self, operands: Any, serial: bool = False) -> Any:
         calls = self.calls
+        if calls == 0:  # under the launch's first-call lock; a first call that raises leaves the next one first
+            out = self._first(operands, serial)
+            self.calls = 1
+            return out
         self.calls = calls + 1  # racy under threads: only the phase of the measurement shifts
-        if calls == 0:
-            return self._first(operands, serial)
         phase = calls % PERIOD
         if phase == 0 or phase > SAMPLES or not self.enabled:
             return self.chosen.run(operands)
