@@ -222,7 +222,8 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
         w.lines += ["    next(HITS)", *eager]
     w.aliasing(alias, exact=alias is not None)
     ba, bk = ("A", "KW") if given is None else (pa, pk)  # the arguments as the graph sees them (ints wrapped)
-    direct = _direct_lines(entry, w, ba, bk, alias, f"return RAISED(E, exc, {pa}, {pk})")
+    raised = f"return RAISED(E, exc, {pa}, {pk})"  # a graph's raise, to the driver (CompiledFunction._raised)
+    direct = _direct_lines(entry, w, ba, bk, alias, raised)
     if checked is not None and direct:
         w.lines += _program_lines(entry, w, checked)
     if w.deferred:
@@ -230,7 +231,7 @@ def _write(entry: Entry, hits: itertools.count, slow: Callable[..., Any], given:
     if not eager_first:
         w.lines.append("    next(HITS)")
     w.lines += direct
-    w.lines += [leaves, "    if E.fast:", *_caught(["        o = E.compiled(leaves)"], f"return RAISED(E, exc, {pa}, {pk})"),
+    w.lines += [leaves, "    if E.fast:", *_caught(["        o = E.compiled(leaves)"], raised),
                 f"        return E.build(o, leaves, {ba}, {bk})"]
     w.lines += [] if eager_first else eager
     w.lines.append(f"    return SLOW(E, leaves, {ba}, {bk}, {pa}, {pk})")
